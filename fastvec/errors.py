@@ -13,6 +13,7 @@ __all__ = [
     "ClosedEnvError",
     "FastVecError",
     "NoAsyncCallError",
+    "ObjectSpaceWarning",
     "WorkerError",
     "WorkerTimeout",
 ]
@@ -65,3 +66,10 @@ def _rebuild_worker_error(message, env_index, worker_index, exitcode) -> WorkerE
 
 class WorkerTimeout(FastVecError, TimeoutError):
     """A step or reset took longer than the ``timeout`` the vector env was given."""
+
+
+class ObjectSpaceWarning(UserWarning):
+    """An observation space has leaves the flat-record path cannot hold.
+
+    Such observations travel by a slower object path; issued once per process.
+    """
