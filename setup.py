@@ -43,4 +43,6 @@ def kernel(pyx: Path) -> Extension:
 
 pyx_files = sorted(Path("csrc").glob("*.pyx"))
 extensions = [kernel(p) for p in pyx_files if not ONLY or p.stem in ONLY]
-setup(ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES))
+# .pxd declarations live beside the .pyi stubs in fastvec/_kernels/, where Cython
+# finds them by module name.
+setup(ext_modules=cythonize(extensions, compiler_directives=DIRECTIVES, include_path=["."]))

@@ -1,0 +1,25 @@
+"""fastvec: many copies of an RL environment as one fast, robust batch.
+
+Every vector env is a ``gymnasium.vector.VectorEnv``; see ``SyncVecEnv`` and
+``make``.
+"""
+
+from __future__ import annotations
+
+try:
+    from fastvec._kernels import autoreset, flatten, infos, stacking, stepping  # noqa: F401
+except ImportError as exc:  # pragma: no cover - exercised only on a broken install
+    raise ImportError(
+        "fastvec's compiled kernels are not built or do not load "
+        f"({exc}). Install with `pip install .` (or `pip install -e .`) from a checkout, "
+        "which compiles csrc/ (needs a C compiler, Cython>=3 and numpy), or "
+        "`python setup.py build_ext --inplace` for a development tree."
+    ) from exc
+
+from fastvec import errors
+from fastvec.make import make
+from fastvec.sync_env import SyncVecEnv
+from fastvec.tiling import tile_images
+
+__all__ = ["SyncVecEnv", "errors", "make", "tile_images"]
+__version__ = "0.1.0"

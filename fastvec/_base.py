@@ -1,0 +1,263 @@
+"""What every fastvec vector env shares: buffers, the call state machine, outputs.
+
+A subclass runs the envs somewhere (in this process, in workers) and implements
+``_run_reset`` and ``_run_step``, which fill the batch buffers (observation
+record rows, rewards, flags) and return the non-empty infos as
+``(env_index, info)`` entries.  This class checks arguments, keeps the
+autoreset and episode-statistics state, and builds Gymnasium's outputs.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+import warnings
+from copy import deepcopy
+from typing import Any
+
+import numpy as np
+from gymnasium import spaces
+from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+
+from fastvec._actions import ActionChecker
+from fastvec._kernels.autoreset import update_episode_stats
+from fastvec._kernels.infos import batch_infos
+from fastvec._kernels.stepping import Autoreset
+from fastvec._layout import Layout, batch_views, layout_of
+from fastvec.errors import (
+    AlreadyPendingCallError,
+    ClosedEnvError,
+    NoAsyncCallError,
+    ObjectSpaceWarning,
+)
+
+__all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
+
+_MODE_CODES = {
+    AutoresetMode.NEXT_STEP: Autoreset.NEXT_STEP,
+    AutoresetMode.SAME_STEP: Autoreset.SAME_STEP,
+    AutoresetMode.DISABLED: Autoreset.DISABLED,
+}
+_warned_spaces: set[str] = set()
+
+
+def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
+    """``AutoresetMode`` from the enum or its value (``"NextStep"``), else ValueError."""
+    if isinstance(mode, AutoresetMode):
+        return mode
+    try:
+        return AutoresetMode(mode)
+    except ValueError:
+        names = [m.value for m in AutoresetMode]
+        raise ValueError(f"expected autoreset_mode to be an AutoresetMode or one of {names}, "
+                         f"got {mode!r}") from None
+
+
+def _warn_object_path(space: spaces.Space) -> None:
+    key = str(space)
+    if key not in _warned_spaces:
+        _warned_spaces.add(key)
+        warnings.warn(
+            f"observation space {space} has leaves other than Box, Discrete, MultiDiscrete "
+            "and MultiBinary; its observations take the slower object path",
+            ObjectSpaceWarning, stacklevel=4,
+        )
+
+
+class BatchedVecEnv(VectorEnv):
+    """Base of fastvec's vector envs (not used directly)."""
+
+    def _setup(
+        self,
+        num_envs: int,
+        single_observation_space: spaces.Space,
+        single_action_space: spaces.Space,
+        metadata: dict[str, Any],
+        render_mode: str | None,
+        autoreset_mode: AutoresetMode | str,
+        copy: bool,
+        episode_statistics: bool,
+        rows: np.ndarray | None = None,
+    ) -> None:
+        """Set the spaces, modes and batch buffers; ``rows`` may be given (shared memory)."""
+        self.num_envs = num_envs
+        self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
+        self._mode_code = int(_MODE_CODES[self.autoreset_mode])
+        self.copy = bool(copy)
+        self.episode_statistics = bool(episode_statistics)
+        self.metadata = dict(metadata)
+        self.metadata["autoreset_mode"] = self.autoreset_mode
+        self.render_mode = render_mode
+        self.single_observation_space = single_observation_space
+        self.observation_space = batch_space(single_observation_space, num_envs)
+        self.single_action_space = single_action_space
+        self.action_space = batch_space(single_action_space, num_envs)
+        self._actions = ActionChecker(single_action_space, self.action_space, num_envs)
+
+        self.layout: Layout | None = layout_of(single_observation_space)
+        self._table = None if self.layout is None else self.layout.table
+        if self.layout is None:
+            _warn_object_path(single_observation_space)
+            self._rows = None
+            self._obs_objects: list[Any] | None = [None] * num_envs
+            self._obs_out = create_empty_array(single_observation_space, num_envs)
+        else:
+            if rows is None:
+                rows = np.zeros((num_envs, self.layout.record_size), dtype=np.uint8)
+            self._rows = rows
+            self._obs_objects = None
+            self._obs_views = batch_views(self.layout, rows)
+        self._rewards = np.zeros(num_envs, dtype=np.float64)
+        self._terminations = np.zeros(num_envs, dtype=np.bool_)
+        self._truncations = np.zeros(num_envs, dtype=np.bool_)
+        self._needs_reset = np.zeros(num_envs, dtype=np.bool_)
+        self._stats = _EpisodeStats(num_envs) if self.episode_statistics else None
+        self._pending: list | None = None
+
+    # -- what a subclass implements -------------------------------------------------
+
+    def _run_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> list:
+        raise NotImplementedError
+
+    def _run_step(self, actions: list) -> list:
+        raise NotImplementedError
+
+    # -- the Gymnasium API -----------------------------------------------------------
+
+    def reset(
+        self,
+        *,
+        seed: int | list[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> tuple[Any, dict[str, Any]]:
+        """Reset every env (or those in ``options["reset_mask"]``); env i gets seed ``seed + i``."""
+        self._check_open()
+        if self._pending is not None:
+            raise AlreadyPendingCallError(
+                "reset() called while a step_async() is pending; call step_wait() first",
+                "step")
+        seeds = self._seeds(seed)
+        mask = None
+        if options is not None and "reset_mask" in options:
+            # As Gymnasium does, the mask is taken out of the caller's options dict.
+            mask = self._reset_mask(options.pop("reset_mask"))
+        entries = self._run_reset(seeds, options, mask)
+        where = slice(None) if mask is None else mask
+        self._terminations[where] = False
+        self._truncations[where] = False
+        self._needs_reset[where] = False
+        if self._stats is not None:
+            self._stats.reset(mask)
+        infos = batch_infos(entries, self.num_envs) if entries else {}
+        return self._observations(), infos
+
+    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Step every env with its action; auto-reset as ``autoreset_mode`` says."""
+        self.step_async(actions)
+        return self.step_wait()
+
+    def step_async(self, actions: Any) -> None:
+        """Check ``actions`` and start a step; finish it with :meth:`step_wait`."""
+        self._check_open()
+        if self._pending is not None:
+            raise AlreadyPendingCallError(
+                "step_async() called while a step is already pending; call step_wait() first",
+                "step")
+        per_env = self._actions.split(actions)
+        if self._mode_code == Autoreset.DISABLED and self._needs_reset.any():
+            done = np.flatnonzero(self._needs_reset).tolist()
+            raise RuntimeError(
+                f"envs {done} ended their episodes and autoreset_mode is DISABLED: reset them "
+                "with reset(options={'reset_mask': mask}) before stepping")
+        self._pending = per_env
+
+    def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Finish the step started by :meth:`step_async` and return its batch."""
+        self._check_open()
+        if self._pending is None:
+            raise NoAsyncCallError("step_wait() called without a pending step_async()", "step")
+        actions, self._pending = self._pending, None
+        entries = self._run_step(actions)
+        infos = batch_infos(entries, self.num_envs) if entries else {}
+        if self._stats is not None:
+            self._stats.record(self, infos)
+        return (
+            self._observations(),
+            self._rewards.copy(),
+            self._terminations.copy(),
+            self._truncations.copy(),
+            infos,
+        )
+
+    # -- helpers ---------------------------------------------------------------------
+
+    def _observations(self) -> Any:
+        if self.layout is not None:
+            return batch_views(self.layout, self._rows.copy()) if self.copy else self._obs_views
+        self._obs_out = concatenate(self.single_observation_space, self._obs_objects,
+                                    self._obs_out)
+        return deepcopy(self._obs_out) if self.copy else self._obs_out
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ClosedEnvError(f"{type(self).__name__} is closed; make a new one")
+
+    def _seeds(self, seed: Any) -> list:
+        if seed is None:
+            return [None] * self.num_envs
+        if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+            return [int(seed) + i for i in range(self.num_envs)]
+        seeds = list(seed)
+        if len(seeds) != self.num_envs:
+            raise ValueError(f"expected an int seed or a list of {self.num_envs} seeds, "
+                             f"got a list of {len(seeds)}")
+        return seeds
+
+    def _reset_mask(self, mask: Any) -> np.ndarray:
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+            raise ValueError("expected options['reset_mask'] to be a numpy bool array, got "
+                             f"{getattr(mask, 'dtype', type(mask).__name__)}")
+        if mask.shape != (self.num_envs,):
+            raise ValueError(f"expected options['reset_mask'] of shape ({self.num_envs},), "
+                             f"got {mask.shape}")
+        if not mask.any():
+            raise ValueError("expected options['reset_mask'] to select at least one env")
+        return mask
+
+    def __repr__(self) -> str:
+        name = type(self).__name__
+        spec = getattr(self, "spec", None)
+        return f"{name}({spec.id}, num_envs={self.num_envs})" if spec else \
+            f"{name}(num_envs={self.num_envs})"
+
+
+class _EpisodeStats:
+    """Per-env episode return/length/time, reported as ``infos["episode"]``."""
+
+    def __init__(self, num_envs: int) -> None:
+        self.returns = np.zeros(num_envs)
+        self.lengths = np.zeros(num_envs, dtype=np.int64)
+        self.starts = np.full(num_envs, time.perf_counter())
+        self.prev_dones = np.zeros(num_envs, dtype=np.bool_)
+        self._out = (np.zeros(num_envs), np.zeros(num_envs, np.int64), np.zeros(num_envs))
+
+    def reset(self, mask: np.ndarray | None) -> None:
+        where = slice(None) if mask is None else mask
+        self.returns[where] = 0.0
+        self.lengths[where] = 0
+        self.starts[where] = time.perf_counter()
+        self.prev_dones[where] = False
+
+    def record(self, env: BatchedVecEnv, infos: dict) -> None:
+        out_r, out_l, out_t = self._out
+        finished = update_episode_stats(
+            env._terminations, env._truncations, env._rewards, self.prev_dones, self.returns,
+            self.lengths, self.starts, time.perf_counter(),
+            env._mode_code == Autoreset.SAME_STEP, out_r, out_l, out_t)
+        if finished:
+            if "episode" in infos or "_episode" in infos:
+                raise ValueError("an env's info already has the key 'episode' or '_episode'; "
+                                 "turn episode_statistics off or rename that key")
+            infos["episode"] = {"r": out_r.copy(), "l": out_l.copy(), "t": out_t.copy()}
+            infos["_episode"] = self.prev_dones.copy()

@@ -1,0 +1,145 @@
+"""Observation space -> fixed per-env byte record ("flat record layout").
+
+Every leaf of a ``Box``/``Discrete``/``MultiDiscrete``/``MultiBinary`` space, at
+any depth of ``Dict``/``Tuple`` nesting, gets a fixed byte offset in one record.
+A batch is an ``(num_envs, record_size)`` uint8 array; each leaf of the batch is a
+zero-copy strided view into it with Gymnasium's batched structure (dict of
+arrays, tuple of arrays).  Spaces with other leaves have no layout
+(:func:`layout_of` returns ``None``) and take the object path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Union
+
+import numpy as np
+from gymnasium import spaces
+
+from fastvec._kernels.flatten import FieldTable
+
+__all__ = ["Layout", "Leaf", "batch_views", "layout_of", "leaf_name"]
+
+MIN_ALIGN = 8  # every leaf starts on at least an 8-byte boundary
+
+PathKey = Union[str, int]
+# A batched-structure template: a leaf index, or ("dict", keys, children), or ("tuple", children).
+Template = Union[int, tuple]
+
+
+@dataclass(frozen=True)
+class Leaf:
+    """One array leaf of a record: where it sits and what it holds."""
+
+    path: tuple[PathKey, ...]
+    dtype: np.dtype
+    shape: tuple[int, ...]
+    offset: int
+
+    @property
+    def nbytes(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        """C-contiguous strides of one env's value."""
+        strides, step = [], self.dtype.itemsize
+        for dim in reversed(self.shape):
+            strides.append(step)
+            step *= dim
+        return tuple(reversed(strides))
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The record layout of one observation space."""
+
+    leaves: tuple[Leaf, ...]
+    record_size: int
+    template: Template
+    table: FieldTable
+
+
+def leaf_name(path: tuple[PathKey, ...]) -> str:
+    """``('image', 0)`` -> ``obs["image"][0]``: how errors name a leaf."""
+    return "obs" + "".join(f'["{k}"]' if isinstance(k, str) else f"[{k}]" for k in path)
+
+
+def _align(offset: int, alignment: int) -> int:
+    return -(-offset // alignment) * alignment
+
+
+def _leaf_spec(space: spaces.Space) -> tuple[np.dtype, tuple[int, ...]] | None:
+    if isinstance(space, spaces.Discrete):
+        return np.dtype(space.dtype), ()
+    if isinstance(space, (spaces.Box, spaces.MultiDiscrete, spaces.MultiBinary)):
+        return np.dtype(space.dtype), tuple(int(d) for d in space.shape)
+    return None
+
+
+def layout_of(space: spaces.Space) -> Layout | None:
+    """Compile ``space`` into a record layout, or ``None`` if a leaf cannot be flat."""
+    leaves: list[Leaf] = []
+
+    def visit(sub: spaces.Space, path: tuple[PathKey, ...], offset: int) -> tuple[Template, int]:
+        if isinstance(sub, spaces.Dict):
+            keys, children = list(sub.spaces.keys()), []
+            for key in keys:
+                child, offset = visit(sub.spaces[key], (*path, key), offset)
+                children.append(child)
+            return ("dict", tuple(keys), tuple(children)), offset
+        if isinstance(sub, spaces.Tuple):
+            children = []
+            for index, child_space in enumerate(sub.spaces):
+                child, offset = visit(child_space, (*path, index), offset)
+                children.append(child)
+            return ("tuple", tuple(children)), offset
+        spec = _leaf_spec(sub)
+        if spec is None or spec[0].hasobject:
+            raise _NotFlat
+        dtype, shape = spec
+        offset = _align(offset, max(MIN_ALIGN, dtype.alignment))
+        leaves.append(Leaf(path, dtype, shape, offset))
+        return len(leaves) - 1, offset + leaves[-1].nbytes
+
+    try:
+        template, end = visit(space, (), 0)
+    except _NotFlat:
+        return None
+    alignment = max([MIN_ALIGN, *(leaf.dtype.alignment for leaf in leaves)])
+    record_size = max(_align(end, alignment), alignment)
+    table = FieldTable(
+        [leaf.path for leaf in leaves],
+        [leaf_name(leaf.path) for leaf in leaves],
+        [leaf.dtype for leaf in leaves],
+        [leaf.shape for leaf in leaves],
+        [leaf.offset for leaf in leaves],
+    )
+    return Layout(tuple(leaves), record_size, template, table)
+
+
+class _NotFlat(Exception):
+    pass
+
+
+def batch_views(layout: Layout, rows: np.ndarray) -> Any:
+    """Gymnasium's batched structure of ``rows`` (n, record_size) as zero-copy views."""
+    n = rows.shape[0]
+    record = rows.strides[0]
+
+    def view(leaf: Leaf) -> np.ndarray:
+        if leaf.offset == 0 and leaf.nbytes == record and rows.flags.c_contiguous:
+            return rows.view(leaf.dtype).reshape((n, *leaf.shape))
+        return np.ndarray(
+            (n, *leaf.shape), leaf.dtype, buffer=rows, offset=leaf.offset,
+            strides=(record, *leaf.strides),
+        )
+
+    def build(node: Template) -> Any:
+        if isinstance(node, int):
+            return view(layout.leaves[node])
+        if node[0] == "dict":
+            return {key: build(child) for key, child in zip(node[1], node[2])}
+        return tuple(build(child) for child in node[1])
+
+    return build(layout.template)

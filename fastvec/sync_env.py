@@ -1,0 +1,108 @@
+"""SyncVecEnv: every env in this process, stepped by the compiled block loop."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from fastvec._base import BatchedVecEnv
+from fastvec._kernels.stepping import reset_envs, step_envs
+
+__all__ = ["SyncVecEnv"]
+
+
+class SyncVecEnv(BatchedVecEnv):
+    """Runs ``num_envs`` envs one after another in this process.
+
+    A drop-in for ``gymnasium.vector.SyncVectorEnv`` with the same results for the
+    same seeds and actions, but the per-env work (writing observations into one
+    flat batch buffer, stacking rewards and flags, batching infos, autoreset
+    bookkeeping) runs in compiled code.
+
+    Args:
+        env_fns: callables that each return a ``gymnasium.Env``.
+        autoreset_mode: ``AutoresetMode`` or its value (``"NextStep"``, ``"SameStep"``,
+            ``"Disabled"``).
+        copy: if False, returned observations are views of the batch buffer, valid
+            until the next ``step``/``reset``.
+        episode_statistics: add ``infos["episode"] = {"r", "l", "t"}`` and
+            ``infos["_episode"]`` when episodes end, as Gymnasium's
+            ``RecordEpisodeStatistics`` does.
+
+    Example:
+        >>> import fastvec
+        >>> envs = fastvec.SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+        >>> obs, infos = envs.reset(seed=0)
+        >>> obs.shape
+        (2, 4)
+        >>> envs.close()
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        copy: bool = True,
+        episode_statistics: bool = False,
+    ) -> None:
+        self.env_fns = env_fns
+        self.envs: list[gym.Env] = [env_fn() for env_fn in env_fns]
+        if not self.envs:
+            raise ValueError("expected at least one env function, got none")
+        first = self.envs[0]
+        for index, env in enumerate(self.envs[1:], start=1):
+            if env.observation_space != first.observation_space:
+                raise ValueError(f"env {index} has observation space {env.observation_space}, "
+                                 f"expected {first.observation_space} (as env 0)")
+            if env.action_space != first.action_space:
+                raise ValueError(f"env {index} has action space {env.action_space}, "
+                                 f"expected {first.action_space} (as env 0)")
+        self._setup(len(self.envs), first.observation_space, first.action_space,
+                    first.metadata, first.render_mode, autoreset_mode, copy,
+                    episode_statistics)
+
+    def _run_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> list:
+        return reset_envs(self.envs, seeds, options, self._table,
+                          self._rows, self._obs_objects, mask)
+
+    def _run_step(self, actions: list) -> list:
+        return step_envs(self.envs, actions, self._mode_code, self._table,
+                         self._rows, self._obs_objects, self._rewards, self._terminations,
+                         self._truncations, self._needs_reset)
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call method ``name`` of every env (or read attribute ``name``)."""
+        self._check_open()
+        results = []
+        for env in self.envs:
+            target = env.get_wrapper_attr(name)
+            results.append(target(*args, **kwargs) if callable(target) else target)
+        return tuple(results)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Attribute ``name`` of every env."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set attribute ``name`` of every env: one value each (list/tuple) or one for all."""
+        self._check_open()
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} values (one per env), got {len(values)}")
+        for env, value in zip(self.envs, values):
+            env.set_wrapper_attr(name, value)
+
+    def render(self) -> tuple[Any, ...]:
+        """Each env's ``render()``."""
+        self._check_open()
+        return tuple(env.render() for env in self.envs)
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Close every env."""
+        for env in getattr(self, "envs", []):
+            env.close()
