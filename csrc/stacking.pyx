@@ -43,19 +43,32 @@ def stack_flags(list values, cnp.npy_bool[::1] out):
         out[i] = PyObject_IsTrue(values[i])
 
 
-def find_out_of_range(const int64_t[:, ::1] values, const int64_t[::1] low,
-                      const int64_t[::1] high):
-    """First ``(row, column)`` with ``values`` outside ``[low, high]`` (per column), or None."""
-    cdef Py_ssize_t i, j, rows = values.shape[0], cols = values.shape[1]
-    cdef Py_ssize_t bad = -1
-    if low.shape[0] != cols or high.shape[0] != cols:
-        raise ValueError(f"expected bounds of length {cols}, got {low.shape[0]} and {high.shape[0]}")
+def find_out_of_range(cnp.ndarray values not None, cnp.ndarray low not None,
+                      cnp.ndarray high not None):
+    """First ``(row, column)`` of 2-D int64 ``values`` outside ``[low, high]`` (per column).
+
+    Returns None when every value is in range.  All three arrays must be int64 and
+    C-contiguous; ``low`` and ``high`` hold one bound per column.
+    """
+    cdef Py_ssize_t i, j, rows, cols, bad = -1
+    cdef const int64_t* v
+    cdef const int64_t* lo
+    cdef const int64_t* hi
+    for arr in (values, low, high):
+        if cnp.PyArray_TYPE(arr) != cnp.NPY_INT64 or not cnp.PyArray_IS_C_CONTIGUOUS(arr):
+            raise ValueError(f"expected C-contiguous int64 arrays, got {arr.dtype}")
+    if cnp.PyArray_NDIM(values) != 2:
+        raise ValueError(f"expected 2-D values, got {cnp.PyArray_NDIM(values)}-D")
+    rows, cols = values.shape[0], values.shape[1]
+    if low.size != cols or high.size != cols:
+        raise ValueError(f"expected bounds of length {cols}, got {low.size} and {high.size}")
+    v = <const int64_t*>cnp.PyArray_DATA(values)
+    lo = <const int64_t*>cnp.PyArray_DATA(low)
+    hi = <const int64_t*>cnp.PyArray_DATA(high)
     with nogil:
-        for i in range(rows):
-            for j in range(cols):
-                if values[i, j] < low[j] or values[i, j] > high[j]:
-                    bad = i * cols + j
-                    break
-            if bad >= 0:
+        for i in range(rows * cols):
+            j = i % cols
+            if v[i] < lo[j] or v[i] > hi[j]:
+                bad = i
                 break
     return None if bad < 0 else (bad // cols, bad % cols)

@@ -1,11 +1,12 @@
 """The step loop over a block of envs: step or auto-reset each, write results in place.
 
-One call steps every env of a block (all envs in ``SyncVecEnv``; a worker's
-envs in ``SubprocVecEnv``).  Per env it calls ``step`` (or ``reset`` when a
-``NEXT_STEP`` reset is pending), writes the observation into the env's record
-row (or, for spaces without a flat layout, into ``obs_objects``), stores reward
-and flags, and collects non-empty infos as ``(env_index, info)`` entries for
-``fastvec._kernels.infos.batch_infos``.  Semantics are Gymnasium's
+An :class:`EnvBlock` holds a block of envs (all envs in ``SyncVecEnv``; a
+worker's envs in ``SubprocVecEnv``) and the buffers it writes: one record row
+per env (or, for spaces without a flat layout, a list of observation objects),
+rewards, terminations, truncations and the pending-reset flags.  ``step`` calls
+each env's ``step`` (or ``reset`` when a ``NEXT_STEP`` reset is pending), writes
+the results in place and returns the non-empty infos as ``(env_index, info)``
+entries for ``fastvec._kernels.infos.batch_infos``.  Semantics are Gymnasium's
 ``SyncVectorEnv`` for each autoreset mode.
 """
 
@@ -23,87 +24,103 @@ cpdef enum Autoreset:
     DISABLED = 2
 
 
-cdef inline int _store_obs(FieldTable table, unsigned char[:, ::1] rows, list obs_objects,
-                           Py_ssize_t i, object obs, Py_ssize_t env_index) except -1:
-    if table is None:
-        obs_objects[i] = obs
-    elif rows.shape[1] > 0:
-        table.write(obs, <char*>&rows[i, 0], env_index)
-    else:
-        table.write(obs, NULL, env_index)
-    return 0
+cdef class EnvBlock:
+    """A block of envs and the batch buffers their step results go into."""
 
+    cdef readonly list envs
+    cdef readonly Py_ssize_t first_index
+    cdef readonly int mode
+    cdef FieldTable table
+    cdef unsigned char[:, ::1] rows
+    cdef list obs_objects
+    cdef double[::1] rewards
+    cdef cnp.npy_bool[::1] terminations, truncations, needs_reset
 
-def step_envs(list envs, list actions, int mode, FieldTable table,
-              unsigned char[:, ::1] rows, list obs_objects,
-              double[::1] rewards, cnp.npy_bool[::1] terminations,
-              cnp.npy_bool[::1] truncations, cnp.npy_bool[::1] needs_reset,
-              Py_ssize_t first_index=0):
-    """Step every env once; return the non-empty infos as ``(env_index, info)`` entries.
-
-    ``needs_reset[i]`` is read (``NEXT_STEP``: reset instead of step) and then
-    set to whether env ``i``'s episode ended on this step.  Env indices in errors
-    and entries are offset by ``first_index``.
-    """
-    cdef Py_ssize_t i, n = len(envs)
-    cdef list entries = []
-    cdef object env, obs, reward, terminated, truncated, info
-    _check_lengths(n, actions, table, rows, obs_objects, rewards, terminations,
-                   truncations, needs_reset)
-    for i in range(n):
-        env = envs[i]
-        if mode == NEXT_STEP and needs_reset[i]:
-            obs, info = env.reset()
-            rewards[i] = 0.0
-            terminations[i] = False
-            truncations[i] = False
+    def __init__(self, list envs, int mode, FieldTable table, rows, list obs_objects,
+                 double[::1] rewards, cnp.npy_bool[::1] terminations,
+                 cnp.npy_bool[::1] truncations, cnp.npy_bool[::1] needs_reset,
+                 Py_ssize_t first_index=0):
+        cdef Py_ssize_t n = len(envs)
+        if mode not in (NEXT_STEP, SAME_STEP, DISABLED):
+            raise ValueError(f"expected an Autoreset mode, got {mode}")
+        if table is None:
+            if obs_objects is None or len(obs_objects) != n:
+                raise ValueError(f"expected a list of {n} observation slots")
         else:
-            obs, reward, terminated, truncated, info = env.step(actions[i])
-            store_step(reward, terminated, truncated, &rewards[0], &terminations[0],
-                       &truncations[0], i)
-            if mode == SAME_STEP and (terminations[i] or truncations[i]):
-                entries.append((first_index + i, {"final_obs": obs, "final_info": info}))
+            if rows is None or rows.shape[0] != n or rows.shape[1] == 0:
+                raise ValueError(f"expected {n} non-empty record rows")
+            self.rows = rows
+        if not (rewards.shape[0] == terminations.shape[0] == truncations.shape[0]
+                == needs_reset.shape[0] == n):
+            raise ValueError(f"expected reward and flag arrays of length {n}")
+        self.envs = envs
+        self.mode = mode
+        self.table = table
+        self.obs_objects = obs_objects
+        self.rewards = rewards
+        self.terminations = terminations
+        self.truncations = truncations
+        self.needs_reset = needs_reset
+        self.first_index = first_index
+
+    cdef inline int _store_obs(self, Py_ssize_t i, object obs) except -1:
+        if self.table is None:
+            self.obs_objects[i] = obs
+        else:
+            self.table.write(obs, <char*>&self.rows[i, 0], self.first_index + i)
+        return 0
+
+    def step(self, list actions):
+        """Step every env once with ``actions[i]``; return the non-empty info entries.
+
+        ``needs_reset[i]`` is read (``NEXT_STEP``: reset instead of step) and then
+        set to whether env ``i``'s episode ended on this step.
+        """
+        cdef Py_ssize_t i, n = len(self.envs)
+        cdef list entries = []
+        cdef object env, obs, reward, terminated, truncated, info
+        if len(actions) != n:
+            raise ValueError(f"expected {n} actions, got {len(actions)}")
+        for i in range(n):
+            env = self.envs[i]
+            if self.mode == NEXT_STEP and self.needs_reset[i]:
                 obs, info = env.reset()
-        _store_obs(table, rows, obs_objects, i, obs, first_index + i)
-        if info:
-            entries.append((first_index + i, info))
-        needs_reset[i] = terminations[i] or truncations[i]
-    return entries
+                self.rewards[i] = 0.0
+                self.terminations[i] = False
+                self.truncations[i] = False
+            else:
+                obs, reward, terminated, truncated, info = env.step(actions[i])
+                store_step(reward, terminated, truncated, &self.rewards[0],
+                           &self.terminations[0], &self.truncations[0], i)
+                if self.mode == SAME_STEP and (self.terminations[i] or self.truncations[i]):
+                    entries.append((self.first_index + i,
+                                    {"final_obs": obs, "final_info": info}))
+                    obs, info = env.reset()
+            self._store_obs(i, obs)
+            if info:
+                entries.append((self.first_index + i, info))
+            self.needs_reset[i] = self.terminations[i] or self.truncations[i]
+        return entries
 
+    def reset(self, list seeds, object options, object mask=None):
+        """Reset the envs (those where ``mask`` is true, if given) with per-env seeds.
 
-def reset_envs(list envs, list seeds, object options, FieldTable table,
-               unsigned char[:, ::1] rows, list obs_objects, object mask=None,
-               Py_ssize_t first_index=0):
-    """Reset the envs (those where ``mask`` is true, if given) with per-env seeds.
-
-    Writes observations like :func:`step_envs` and returns the non-empty infos
-    as ``(env_index, info)`` entries.
-    """
-    cdef Py_ssize_t i, n = len(envs)
-    cdef list entries = []
-    cdef object obs, info
-    if len(seeds) != n or (mask is not None and len(mask) != n):
-        raise ValueError(f"expected {n} seeds and mask entries, got {len(seeds)}")
-    _check_lengths(n, None, table, rows, obs_objects, None, None, None, None)
-    for i in range(n):
-        if mask is not None and not mask[i]:
-            continue
-        obs, info = envs[i].reset(seed=seeds[i], options=options)
-        _store_obs(table, rows, obs_objects, i, obs, first_index + i)
-        if info:
-            entries.append((first_index + i, info))
-    return entries
-
-
-cdef _check_lengths(Py_ssize_t n, list actions, FieldTable table, rows, list obs_objects,
-                    rewards, terminations, truncations, needs_reset):
-    if actions is not None and len(actions) != n:
-        raise ValueError(f"expected {n} actions, got {len(actions)}")
-    if table is None:
-        if obs_objects is None or len(obs_objects) != n:
-            raise ValueError(f"expected a list of {n} observation slots")
-    elif rows is None or rows.shape[0] != n:
-        raise ValueError(f"expected {n} record rows")
-    for arr in (rewards, terminations, truncations, needs_reset):
-        if arr is not None and arr.shape[0] != n:
-            raise ValueError(f"expected per-env arrays of length {n}, got {arr.shape[0]}")
+        Writes observations like :meth:`step`, clears the flags of the envs it
+        resets, and returns the non-empty info entries.
+        """
+        cdef Py_ssize_t i, n = len(self.envs)
+        cdef list entries = []
+        cdef object obs, info
+        if len(seeds) != n or (mask is not None and len(mask) != n):
+            raise ValueError(f"expected {n} seeds and mask entries")
+        for i in range(n):
+            if mask is not None and not mask[i]:
+                continue
+            obs, info = self.envs[i].reset(seed=seeds[i], options=options)
+            self._store_obs(i, obs)
+            self.terminations[i] = False
+            self.truncations[i] = False
+            self.needs_reset[i] = False
+            if info:
+                entries.append((self.first_index + i, info))
+        return entries

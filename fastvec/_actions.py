@@ -4,7 +4,8 @@ Every check happens before any env sees an action: wrong batch length, wrong
 per-env shape, a scalar where a batch is expected, a non-integer dtype for a
 discrete space, a discrete action out of range.  Box actions outside their
 bounds pass through (as in Gymnasium); a float64 batch for a float32 Box is
-converted.
+converted.  Envs get what Gymnasium's ``iterate`` gives them: rows of the batch
+(numpy scalars for ``Discrete``), dicts/tuples of rows for composite spaces.
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from fastvec._kernels.stacking import find_out_of_range
 
 __all__ = ["ActionChecker"]
 
+_ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
+
 
 class ActionChecker:
     """Validates batches for one single-env action space and ``num_envs`` envs."""
@@ -28,16 +31,14 @@ class ActionChecker:
         self.space = single_space
         self.batched_space = batched_space
         self.num_envs = num_envs
-        self._bounds: dict[int, tuple[np.ndarray, np.ndarray]] = {}  # by id of a leaf space
+        self._leaf = _LeafCheck(single_space, num_envs) if isinstance(
+            single_space, _ARRAY_SPACES) else None
 
     def split(self, actions: Any) -> list:
         """Check ``actions`` and return one action per env (raises ValueError)."""
-        checked = self.check(actions)
-        if isinstance(self.space, (spaces.Dict, spaces.Tuple)) or not isinstance(
-            checked, np.ndarray
-        ):
-            return list(iterate(self.batched_space, checked))
-        return list(checked)
+        if self._leaf is not None:
+            return list(self._leaf.check(actions, "actions"))
+        return list(iterate(self.batched_space, self.check(actions)))
 
     def check(self, actions: Any, space: spaces.Space | None = None, where: str = "actions"):
         """The batch converted to the space's dtype; ValueError if it does not fit."""
@@ -54,39 +55,47 @@ class ActionChecker:
                                  f"got {type(actions).__name__}")
             return tuple(self.check(a, sub, f"{where}[{i}]")
                          for i, (a, sub) in enumerate(zip(actions, space.spaces)))
-        if not isinstance(space, (spaces.Box, spaces.Discrete, spaces.MultiDiscrete,
-                                  spaces.MultiBinary)):
-            if len(actions) != self.num_envs:
-                raise ValueError(f"expected {where} for {self.num_envs} envs, got {len(actions)}")
-            return actions
-        return self._check_array(actions, space, where)
+        if isinstance(space, _ARRAY_SPACES):
+            return _LeafCheck(space, self.num_envs).check(actions, where)
+        if len(actions) != self.num_envs:
+            raise ValueError(f"expected {where} for {self.num_envs} envs, got {len(actions)}")
+        return actions
 
-    def _check_array(self, actions: Any, space: spaces.Space, where: str) -> np.ndarray:
+
+class _LeafCheck:
+    """The checks for one Box/Discrete/MultiDiscrete/MultiBinary batch, set up once."""
+
+    def __init__(self, space: spaces.Space, num_envs: int) -> None:
+        self.space = space
+        self.num_envs = num_envs
+        self.dtype = np.dtype(space.dtype)
         shape = () if isinstance(space, spaces.Discrete) else tuple(space.shape)
-        expected = (self.num_envs, *shape)
-        array = np.asarray(actions)
-        if array.shape != expected:
+        self.shape = (num_envs, *shape)
+        self.bounds = None if isinstance(space, spaces.Box) else _integer_bounds(space)
+
+    def check(self, actions: Any, where: str) -> np.ndarray:
+        array = actions if type(actions) is np.ndarray else np.asarray(actions)
+        if array.shape != self.shape:
             what = "a scalar" if array.ndim == 0 else f"shape {array.shape}"
-            raise ValueError(f"expected {where} of shape {expected} (one action of shape "
-                             f"{shape} per env for {self.num_envs} envs), got {what}")
-        if isinstance(space, spaces.Box):
-            if not np.can_cast(array.dtype, space.dtype, casting="same_kind"):
-                raise ValueError(f"expected {where} of dtype {space.dtype} (or one that "
+            raise ValueError(f"expected {where} of shape {self.shape} (one action of shape "
+                             f"{self.shape[1:]} per env for {self.num_envs} envs), got {what}")
+        if self.bounds is None:
+            if not np.can_cast(array.dtype, self.dtype, casting="same_kind"):
+                raise ValueError(f"expected {where} of dtype {self.dtype} (or one that "
                                  f"converts to it), got {array.dtype}")
-            return np.array(array, dtype=space.dtype)  # a fresh copy the envs may keep
+            return np.array(array, dtype=self.dtype)  # a fresh copy the envs may keep
         if array.dtype.kind not in "iub":
-            raise ValueError(f"expected integer {where} for {space}, got dtype {array.dtype}")
-        if id(space) not in self._bounds:
-            self._bounds[id(space)] = _integer_bounds(space)
-        low, high = self._bounds[id(space)]
-        found = find_out_of_range(
-            np.ascontiguousarray(array.reshape(self.num_envs, -1), dtype=np.int64), low, high)
+            raise ValueError(f"expected integer {where} for {self.space}, "
+                             f"got dtype {array.dtype}")
+        flat = np.ascontiguousarray(array, dtype=np.int64).reshape(self.num_envs, -1)
+        low, high = self.bounds
+        found = find_out_of_range(flat, low, high)
         if found is not None:
             env, column = found
-            value = array.reshape(self.num_envs, -1)[env, column]
-            raise ValueError(f"{where} for env {env} is out of range: got {value}, expected "
-                             f"values in [{low[column]}, {high[column]}] for {space}")
-        return np.array(array, dtype=space.dtype)
+            raise ValueError(f"{where} for env {env} is out of range: got {flat[env, column]}, "
+                             f"expected values in [{low[column]}, {high[column]}] "
+                             f"for {self.space}")
+        return np.array(flat.reshape(self.shape), dtype=self.dtype)  # a fresh copy
 
 
 def _item(actions: dict, key: str, where: str) -> Any:
@@ -103,10 +112,7 @@ def _integer_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray]:
         low = np.array([space.start], dtype=np.int64)
         return low, low + int(space.n) - 1
     if isinstance(space, spaces.MultiDiscrete):
-        low = np.asarray(space.start, dtype=np.int64).ravel()
+        low = np.ascontiguousarray(space.start, dtype=np.int64).ravel()
         return low, low + np.asarray(space.nvec, dtype=np.int64).ravel() - 1
-    if isinstance(space, spaces.MultiBinary):
-        size = int(np.prod(space.shape))
-        return np.zeros(size, np.int64), np.ones(size, np.int64)
-    raise TypeError(f"{space} is not a discrete space")
-
+    size = int(np.prod(space.shape))
+    return np.zeros(size, np.int64), np.ones(size, np.int64)

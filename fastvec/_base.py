@@ -23,7 +23,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 from fastvec._actions import ActionChecker
 from fastvec._kernels.autoreset import update_episode_stats
 from fastvec._kernels.infos import batch_infos
-from fastvec._kernels.stepping import Autoreset
+from fastvec._kernels.stepping import Autoreset, EnvBlock
 from fastvec._layout import Layout, batch_views, layout_of
 from fastvec.errors import (
     AlreadyPendingCallError,
@@ -114,6 +114,17 @@ class BatchedVecEnv(VectorEnv):
         self._needs_reset = np.zeros(num_envs, dtype=np.bool_)
         self._stats = _EpisodeStats(num_envs) if self.episode_statistics else None
         self._pending: list | None = None
+
+    def _block(self, envs: list, first_index: int = 0) -> EnvBlock:
+        """An :class:`EnvBlock` over ``envs`` writing into this env's buffers."""
+        end = first_index + len(envs)
+        return EnvBlock(
+            envs, self._mode_code, self._table,
+            None if self._rows is None else self._rows[first_index:end],
+            None if self._obs_objects is None else self._obs_objects,
+            self._rewards[first_index:end], self._terminations[first_index:end],
+            self._truncations[first_index:end], self._needs_reset[first_index:end],
+            first_index)
 
     # -- what a subclass implements -------------------------------------------------
 

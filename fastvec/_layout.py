@@ -35,10 +35,7 @@ class Leaf:
     dtype: np.dtype
     shape: tuple[int, ...]
     offset: int
-
-    @property
-    def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+    nbytes: int
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -99,8 +96,9 @@ def layout_of(space: spaces.Space) -> Layout | None:
             raise _NotFlat
         dtype, shape = spec
         offset = _align(offset, max(MIN_ALIGN, dtype.alignment))
-        leaves.append(Leaf(path, dtype, shape, offset))
-        return len(leaves) - 1, offset + leaves[-1].nbytes
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        leaves.append(Leaf(path, dtype, shape, offset, nbytes))
+        return len(leaves) - 1, offset + nbytes
 
     try:
         template, end = visit(space, (), 0)
@@ -126,10 +124,11 @@ def batch_views(layout: Layout, rows: np.ndarray) -> Any:
     """Gymnasium's batched structure of ``rows`` (n, record_size) as zero-copy views."""
     n = rows.shape[0]
     record = rows.strides[0]
+    if isinstance(layout.template, int) and layout.leaves[0].nbytes == record:
+        leaf = layout.leaves[0]  # one leaf filling the record: a plain reshape
+        return rows.view(leaf.dtype).reshape((n, *leaf.shape))
 
     def view(leaf: Leaf) -> np.ndarray:
-        if leaf.offset == 0 and leaf.nbytes == record and rows.flags.c_contiguous:
-            return rows.view(leaf.dtype).reshape((n, *leaf.shape))
         return np.ndarray(
             (n, *leaf.shape), leaf.dtype, buffer=rows, offset=leaf.offset,
             strides=(record, *leaf.strides),

@@ -10,7 +10,6 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastvec._base import BatchedVecEnv
-from fastvec._kernels.stepping import reset_envs, step_envs
 
 __all__ = ["SyncVecEnv"]
 
@@ -64,15 +63,13 @@ class SyncVecEnv(BatchedVecEnv):
         self._setup(len(self.envs), first.observation_space, first.action_space,
                     first.metadata, first.render_mode, autoreset_mode, copy,
                     episode_statistics)
+        self._envs_block = self._block(self.envs)
 
     def _run_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> list:
-        return reset_envs(self.envs, seeds, options, self._table,
-                          self._rows, self._obs_objects, mask)
+        return self._envs_block.reset(seeds, options, mask)
 
     def _run_step(self, actions: list) -> list:
-        return step_envs(self.envs, actions, self._mode_code, self._table,
-                         self._rows, self._obs_objects, self._rewards, self._terminations,
-                         self._truncations, self._needs_reset)
+        return self._envs_block.step(actions)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call method ``name`` of every env (or read attribute ``name``)."""
