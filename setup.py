@@ -28,7 +28,7 @@ if os.environ.get("FASTVEC_NATIVE") == "1":
     CFLAGS.append("-march=native")
 
 # C sources that a kernel links besides its own .pyx (plain C, no Python.h).
-C_SOURCES: dict[str, list[str]] = {}
+C_SOURCES: dict[str, list[str]] = {"barrier": ["csrc/ipc_sync.c"]}
 
 
 def kernel(pyx: Path) -> Extension:
@@ -37,7 +37,7 @@ def kernel(pyx: Path) -> Extension:
         [str(pyx), *C_SOURCES.get(pyx.stem, [])],
         include_dirs=[np.get_include(), "csrc"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        extra_compile_args=CFLAGS,
+        extra_compile_args=[*CFLAGS, "-std=c11"] if pyx.stem in C_SOURCES else CFLAGS,
     )
 
 

@@ -6,7 +6,7 @@ walks each leaf's path, checks the value against the leaf and copies its bytes.
 A C-contiguous ndarray of the exact dtype and shape (or a Python int for an int64
 scalar leaf) is copied without touching Python; anything else goes through a
 slower path that converts what can be converted safely and otherwise raises a
-``ValueError`` naming the env and the leaf (``obs["image"]``).
+``ObservationError`` (a ``ValueError``) naming the env and the leaf (``obs["image"]``).
 """
 
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
@@ -17,6 +17,8 @@ cimport numpy as cnp
 
 import numpy as np
 
+from fastvec.errors import ObservationError
+
 cnp.import_array()
 
 _PYTHON_SCALARS = (int, float, bool)
@@ -26,6 +28,7 @@ cdef class FieldTable:
     """The leaves of a flat record, as C arrays for the write loop."""
 
     def __init__(self, paths, names, dtypes, shapes, offsets):
+        cdef Py_ssize_t f, d
         self.n_fields = len(paths)
         self.paths = [tuple(p) for p in paths]
         self.names = list(names)
@@ -39,9 +42,9 @@ cdef class FieldTable:
         self.ndims = np.asarray([len(s) for s in self.shapes], dtype=np.intp)
         self.type_nums = np.asarray([d.num for d in self.dtypes], dtype=np.intc)
         self.dims = np.zeros((self.n_fields, max_ndim), dtype=np.intp)
-        for f, s in enumerate(self.shapes):
-            for d, size in enumerate(s):
-                self.dims[f, d] = size
+        for f in range(self.n_fields):
+            for d in range(len(self.shapes[f])):
+                self.dims[f, d] = self.shapes[f][d]
 
     cdef int write(self, object obs, char* row, Py_ssize_t env_index) except -1:
         cdef Py_ssize_t f
@@ -61,7 +64,7 @@ cdef class FieldTable:
             try:
                 value = value[key]
             except (KeyError, IndexError, TypeError):
-                raise ValueError(
+                raise ObservationError(
                     f"env {env_index} returned an observation without {self.names[f]}; "
                     f"expected a value of shape {self.shapes[f]} and dtype {self.dtypes[f]} "
                     f"there, got {_describe(value)}"
@@ -105,23 +108,23 @@ cdef class FieldTable:
 
 
 def _convert(value, dtype, shape, name, env_index):
-    """``value`` as a C-contiguous array of ``dtype`` and ``shape``, or ValueError."""
+    """``value`` as a C-contiguous array of ``dtype`` and ``shape``, or ObservationError."""
     # Python scalars carry no dtype of their own: any same-kind cast that keeps
     # the value is fine (5 -> uint8).  Arrays must cast safely (no float64 -> float32).
     python_scalar = type(value) in _PYTHON_SCALARS
     try:
         source = np.asarray(value)
     except Exception as exc:
-        raise ValueError(
+        raise ObservationError(
             f"env {env_index} returned {name} that is not array-like ({exc}); "
             f"expected shape {shape} and dtype {dtype}") from None
     if source.shape != shape:
-        raise ValueError(
+        raise ObservationError(
             f"env {env_index} returned {name} with shape {source.shape}, "
             f"expected shape {shape} (dtype {dtype})")
     casting = "same_kind" if python_scalar else "safe"
     if not np.can_cast(source.dtype, dtype, casting=casting):
-        raise ValueError(
+        raise ObservationError(
             f"env {env_index} returned {name} with dtype {source.dtype}, "
             f"expected dtype {dtype} (shape {shape})")
     try:
@@ -129,7 +132,7 @@ def _convert(value, dtype, shape, name, env_index):
             return np.ascontiguousarray(np.asarray(value, dtype=dtype))
         return np.ascontiguousarray(source, dtype=dtype)
     except OverflowError:
-        raise ValueError(
+        raise ObservationError(
             f"env {env_index} returned {name} = {value!r}, which does not fit dtype {dtype}"
         ) from None
 

@@ -29,6 +29,7 @@ cdef class EnvBlock:
 
     cdef readonly list envs
     cdef readonly Py_ssize_t first_index
+    cdef readonly Py_ssize_t current  # index in the block of the env being run
     cdef readonly int mode
     cdef FieldTable table
     cdef unsigned char[:, ::1] rows
@@ -82,6 +83,7 @@ cdef class EnvBlock:
         if len(actions) != n:
             raise ValueError(f"expected {n} actions, got {len(actions)}")
         for i in range(n):
+            self.current = i
             env = self.envs[i]
             if self.mode == NEXT_STEP and self.needs_reset[i]:
                 obs, info = env.reset()
@@ -116,6 +118,7 @@ cdef class EnvBlock:
         for i in range(n):
             if mask is not None and not mask[i]:
                 continue
+            self.current = i
             obs, info = self.envs[i].reset(seed=seeds[i], options=options)
             self._store_obs(i, obs)
             self.terminations[i] = False

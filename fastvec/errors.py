@@ -14,6 +14,7 @@ __all__ = [
     "FastVecError",
     "NoAsyncCallError",
     "ObjectSpaceWarning",
+    "ObservationError",
     "WorkerError",
     "WorkerTimeout",
 ]
@@ -72,4 +73,11 @@ class ObjectSpaceWarning(UserWarning):
     """An observation space has leaves the flat-record path cannot hold.
 
     Such observations travel by a slower object path; issued once per process.
+    """
+
+
+class ObservationError(FastVecError, ValueError):
+    """An env returned an observation that does not fit its observation space.
+
+    The message names the env index and the leaf (``obs["image"]``).
     """

@@ -1,0 +1,168 @@
+"""The shared-memory step barrier between the parent and its workers.
+
+Memory (a caller-owned writable buffer, e.g. a region of the shared block):
+one 64-byte line holding the *bell*, then one 64-byte line per worker holding
+``cmd_seq``, ``done_seq``, ``command`` and ``status`` (u32 each).  The parent
+``post``s a command (writes it, bumps ``cmd_seq``, wakes the worker); the worker
+``wait_command``s, does the work, and ``finish``es (stores its status, sets
+``done_seq = cmd_seq``, rings the bell); the parent ``wait``s for all of a set of
+workers, or for ``want`` of them (async batches).  All waits release the GIL
+and return after at most ``timeout`` seconds so Python can check liveness and
+deadlines; the waiting itself (spin, then futex sleep) is in ``ipc_sync.c``.
+"""
+
+from libc.stdint cimport int64_t, uint8_t, uint32_t
+
+cimport numpy as cnp
+
+import numpy as np
+
+cnp.import_array()
+
+cdef extern from "ipc_sync.h" nogil:
+    ctypedef struct fv_spinner:
+        int64_t spin_ns
+        int64_t max_spin_ns
+    void fv_spinner_init(fv_spinner *s, int64_t max_spin_ns)
+    int64_t fv_now_ns()
+    void fv_publish(uint32_t *word, uint32_t value)
+    void fv_store(uint32_t *word, uint32_t value)
+    uint32_t fv_load(const uint32_t *word)
+    void fv_ring(uint32_t *bell)
+    int fv_wait_change(uint32_t *word, uint32_t old, int64_t deadline_ns, fv_spinner *s)
+    int fv_wait_count(uint32_t *words, int n, int stride_words, const uint32_t *expected,
+                      const uint8_t *active, int want, uint32_t *bell, int64_t deadline_ns,
+                      fv_spinner *s)
+    int fv_set_parent_death_signal(int sig)
+
+cdef enum:
+    LINE = 64            # bytes per cache line: the bell, then one line per worker
+    WORDS_PER_LINE = 16
+    CMD_SEQ = 0          # word indices within a worker's line
+    DONE_SEQ = 1
+    COMMAND = 2
+    STATUS = 3
+
+
+def barrier_nbytes(int n_workers):
+    """Bytes of memory a barrier for ``n_workers`` needs."""
+    return LINE * (1 + n_workers)
+
+
+def set_parent_death_signal(int sig):
+    """Have the kernel send ``sig`` to this process when its parent dies (Linux only).
+
+    Returns True where supported.
+    """
+    return fv_set_parent_death_signal(sig) == 0
+
+
+cdef inline int64_t _deadline(double timeout) noexcept:
+    if timeout < 0:
+        timeout = 0
+    if timeout > 1e6:
+        timeout = 1e6
+    return fv_now_ns() + <int64_t>(timeout * 1e9)
+
+
+cdef class Barrier:
+    """One process's handle on a barrier living in ``memory``."""
+
+    cdef unsigned char[::1] memory
+    cdef uint32_t* bell
+    cdef uint32_t* lines
+    cdef readonly int n_workers
+    cdef fv_spinner spinner
+    cdef uint32_t[::1] expected
+    cdef uint8_t[::1] active
+    cdef uint32_t last_seen
+
+    def __init__(self, memory, int n_workers, double max_spin_us=20.0):
+        cdef unsigned char[::1] view = memory
+        if n_workers < 1:
+            raise ValueError(f"expected at least one worker, got {n_workers}")
+        if view.shape[0] < barrier_nbytes(n_workers):
+            raise ValueError(f"expected at least {barrier_nbytes(n_workers)} bytes of memory, "
+                             f"got {view.shape[0]}")
+        if (<size_t>&view[0]) % LINE != 0:
+            raise ValueError("expected memory aligned to 64 bytes")
+        self.memory = view
+        self.bell = <uint32_t*>&view[0]
+        self.lines = <uint32_t*>&view[LINE]
+        self.n_workers = n_workers
+        fv_spinner_init(&self.spinner, <int64_t>(max_spin_us * 1000))
+        self.expected = np.zeros(n_workers, dtype=np.uint32)
+        self.active = np.zeros(n_workers, dtype=np.uint8)
+        self.last_seen = 0
+
+    cdef inline uint32_t* word(self, int worker, int index) except NULL:
+        if worker < 0 or worker >= self.n_workers:
+            raise IndexError(f"worker {worker} out of range [0, {self.n_workers})")
+        return self.lines + worker * WORDS_PER_LINE + index
+
+    # -- parent side ----------------------------------------------------------------
+
+    def post(self, int worker, uint32_t command):
+        """Give ``worker`` a command and wake it."""
+        cdef uint32_t* seq = self.word(worker, CMD_SEQ)
+        self.word(worker, COMMAND)[0] = command
+        fv_publish(seq, fv_load(seq) + 1)
+
+    def is_done(self, int worker):
+        """Whether ``worker`` has finished its last posted command."""
+        return fv_load(self.word(worker, DONE_SEQ)) == fv_load(self.word(worker, CMD_SEQ))
+
+    def status(self, int worker):
+        """The status ``worker`` finished its last command with."""
+        return fv_load(self.word(worker, STATUS))
+
+    def settle(self, int worker):
+        """Mark ``worker``'s last command done (before a replacement worker starts)."""
+        fv_store(self.word(worker, DONE_SEQ), fv_load(self.word(worker, CMD_SEQ)))
+        fv_store(self.word(worker, STATUS), 0)
+
+    def wait(self, workers, int want=-1, double timeout=0.02):
+        """Wait until ``want`` (default: all) of ``workers`` are done, at most ``timeout`` s.
+
+        Returns how many of them are done.
+        """
+        cdef int w, n = 0, ready, count = 0
+        cdef int64_t deadline = _deadline(timeout)
+        self.active[:] = 0
+        for w in workers:
+            self.word(w, CMD_SEQ)
+            self.active[w] = 1
+            self.expected[w] = fv_load(self.word(w, CMD_SEQ))
+            count += 1
+        if want < 0 or want > count:
+            want = count
+        with nogil:
+            ready = fv_wait_count(self.lines + DONE_SEQ, self.n_workers, WORDS_PER_LINE,
+                                  &self.expected[0], &self.active[0], want, self.bell,
+                                  deadline, &self.spinner)
+        return ready
+
+    # -- worker side ----------------------------------------------------------------
+
+    def wait_command(self, int worker, double timeout=0.1):
+        """Wait for a new command for ``worker``; return it, or None after ``timeout`` s."""
+        cdef uint32_t* seq = self.word(worker, CMD_SEQ)
+        cdef int64_t deadline = _deadline(timeout)
+        cdef uint32_t old = self.last_seen
+        cdef int result
+        with nogil:
+            result = fv_wait_change(seq, old, deadline, &self.spinner)
+        if result != 0:
+            return None
+        self.last_seen = fv_load(seq)
+        return self.word(worker, COMMAND)[0]
+
+    def start_worker(self, int worker):
+        """Begin serving ``worker``: commands posted before now count as seen."""
+        self.last_seen = fv_load(self.word(worker, CMD_SEQ))
+
+    def finish(self, int worker, uint32_t status=0):
+        """Report the current command of ``worker`` done with ``status``; ring the bell."""
+        fv_store(self.word(worker, STATUS), status)
+        fv_store(self.word(worker, DONE_SEQ), self.last_seen)
+        fv_ring(self.bell)
