@@ -1,0 +1,188 @@
+"""Synthetic workloads for ``python -m fastvec.bench``.
+
+Each env does almost no work per step, so a benchmark over it measures the
+vector env's own overhead for one shape of data: large image observations
+(``AtariLikeEnv``), nested observations (``DictObsEnv``) and per-step infos
+(``InfoEnv``).  All three are deterministic given ``reset(seed=...)``: the seed
+fixes the first observation and the episode length; the actions fix the rest.
+
+The state lives in arrays allocated at reset and changed in place by ``step``;
+every call returns a copy, as Gymnasium asks (its ``check_env`` rejects an env
+whose returned data share memory between calls).  The copy is a single memcpy,
+which a real emulator pays too when it hands out a new frame.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["WORKLOADS", "AtariLikeEnv", "DictObsEnv", "InfoEnv", "Workload"]
+
+# Episodes last a seeded number of steps in this range (inclusive), so resets
+# happen every few hundred batched steps in every workload.
+EPISODE_LENGTH = (50, 200)
+
+
+class _SyntheticEnv(gym.Env[Any, np.int64]):
+    """Episode bookkeeping shared by the synthetic envs: a step count and a seeded length."""
+
+    metadata: dict[str, Any] = {"render_modes": []}
+
+    def _start_episode(self, seed: int | None) -> None:
+        super().reset(seed=seed)
+        self._t = 0
+        self._length = int(self.np_random.integers(EPISODE_LENGTH[0], EPISODE_LENGTH[1] + 1))
+
+    def _advance(self) -> bool:
+        """Count one step; return True when the episode has reached its length."""
+        self._t += 1
+        return self._t >= self._length
+
+
+class AtariLikeEnv(_SyntheticEnv):
+    """An 84x84x4 uint8 frame stack and 6 actions, like a preprocessed Atari game."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(0, 255, (84, 84, 4), np.uint8)
+        self.action_space = spaces.Discrete(6)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode with a random frame stack."""
+        self._start_episode(seed)
+        self._frame = self.np_random.integers(0, 256, (84, 84, 4), dtype=np.uint8)
+        self._pixels = self._frame.reshape(-1)
+        return self._frame.copy(), {}
+
+    def step(self, action: np.int64) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Change one pixel; reward 1 when the action matches the step count mod 6."""
+        done = self._advance()
+        i = (self._t * 7919) % self._pixels.size
+        self._pixels[i] = (int(self._pixels[i]) + int(action) + 1) & 0xFF
+        reward = 1.0 if int(action) == self._t % 6 else 0.0
+        return self._frame.copy(), reward, done, False, {}
+
+
+class DictObsEnv(_SyntheticEnv):
+    """A Dict observation mixing an image, a float vector, a bit mask and a mode."""
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Dict(
+            {
+                "image": spaces.Box(0, 255, (64, 64, 3), np.uint8),
+                "vec": spaces.Box(-1.0, 1.0, (32,), np.float32),
+                "mask": spaces.MultiBinary(8),
+                "mode": spaces.Discrete(10),
+            }
+        )
+        self.action_space = spaces.Discrete(4)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[dict[str, Any], dict[str, Any]]:
+        """Start an episode with random contents in every field."""
+        self._start_episode(seed)
+        rng = self.np_random
+        self._image = rng.integers(0, 256, (64, 64, 3), dtype=np.uint8)
+        self._pixels = self._image.reshape(-1)
+        self._vec = rng.uniform(-1.0, 1.0, 32).astype(np.float32)
+        self._mask = rng.integers(0, 2, 8, dtype=np.int8)
+        self._mode = int(rng.integers(10))
+        return self._obs(), {}
+
+    def step(self, action: np.int64) -> tuple[dict[str, Any], float, bool, bool, dict[str, Any]]:
+        """Change one pixel, one vector entry and one mask bit; the action shifts the mode."""
+        done = self._advance()
+        t = self._t
+        i = (t * 7919) % self._pixels.size
+        self._pixels[i] = (int(self._pixels[i]) + 1) & 0xFF
+        self._vec[t % 32] = math.sin(t)
+        self._mask[t % 8] ^= 1
+        self._mode = (self._mode + int(action)) % 10
+        return self._obs(), self._mode / 10.0, done, False, {}
+
+    def _obs(self) -> dict[str, Any]:
+        return {
+            "image": self._image.copy(),
+            "vec": self._vec.copy(),
+            "mask": self._mask.copy(),
+            "mode": np.int64(self._mode),
+        }
+
+
+class InfoEnv(_SyntheticEnv):
+    """A small Box observation, with four info keys on every reset and step.
+
+    The infos are ``count`` (int), ``score`` (float), ``flag`` (bool) and
+    ``vector`` (float32 array of shape (3,)).
+    """
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(-1.0, 1.0, (4,), np.float32)
+        self.action_space = spaces.Discrete(2)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode from a random state."""
+        self._start_episode(seed)
+        self._state = self.np_random.uniform(-1.0, 1.0, 4).astype(np.float32)
+        self._score = 0.0
+        return self._state.copy(), self._info()
+
+    def step(self, action: np.int64) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Move one state entry; reward 1 for action 1."""
+        done = self._advance()
+        self._state[self._t % 4] = math.cos(self._t + int(action))
+        reward = float(action)
+        self._score += reward
+        return self._state.copy(), reward, done, False, self._info()
+
+    def _info(self) -> dict[str, Any]:
+        return {
+            "count": self._t,
+            "score": self._score,
+            "flag": self._t % 2 == 0,
+            "vector": self._state[:3].copy(),
+        }
+
+
+@dataclass(frozen=True)
+class Workload:
+    """A benchmark workload: how to make one env, and how many to batch."""
+
+    name: str
+    make_env: Callable[[], gym.Env[Any, Any]]
+    about: str
+    num_envs: int = 16
+
+
+# Env makers are module-level classes or partials, so subprocess backends can pickle them.
+WORKLOADS: dict[str, Workload] = {
+    w.name: w
+    for w in (
+        Workload(
+            "cartpole",
+            functools.partial(gym.make, "CartPole-v1"),
+            "gymnasium.make('CartPole-v1'): tiny float obs, real physics, default wrappers",
+        ),
+        Workload("atari", AtariLikeEnv, "uint8 (84, 84, 4) frames, Discrete(6), no real game"),
+        Workload(
+            "dict",
+            DictObsEnv,
+            "Dict obs: image uint8 (64, 64, 3), vec float32 (32,), MultiBinary(8), Discrete(10)",
+        ),
+        Workload(
+            "info", InfoEnv, "float32 (4,) obs, infos int, float, bool, float32 (3,) per step"
+        ),
+    )
+}
