@@ -7,7 +7,14 @@ Every vector env is a ``gymnasium.vector.VectorEnv``; see ``SyncVecEnv`` and
 from __future__ import annotations
 
 try:
-    from fastvec._kernels import autoreset, flatten, infos, stacking, stepping  # noqa: F401
+    from fastvec._kernels import (  # noqa: F401
+        autoreset,
+        barrier,
+        flatten,
+        infos,
+        stacking,
+        stepping,
+    )
 except ImportError as exc:  # pragma: no cover - exercised only on a broken install
     raise ImportError(
         "fastvec's compiled kernels are not built or do not load "
@@ -18,8 +25,9 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
 
 from fastvec import errors
 from fastvec.make import make
+from fastvec.subproc_env import SubprocVecEnv
 from fastvec.sync_env import SyncVecEnv
 from fastvec.tiling import tile_images
 
-__all__ = ["SyncVecEnv", "errors", "make", "tile_images"]
+__all__ = ["SubprocVecEnv", "SyncVecEnv", "errors", "make", "tile_images"]
 __version__ = "0.1.0"

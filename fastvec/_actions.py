@@ -34,14 +34,16 @@ class ActionChecker:
         self._leaf = _LeafCheck(single_space, num_envs) if isinstance(
             single_space, _ARRAY_SPACES) else None
 
-    def split(self, actions: Any) -> list:
-        """Check ``actions`` and return one action per env (raises ValueError)."""
-        if self._leaf is not None:
-            return list(self._leaf.check(actions, "actions"))
-        return list(iterate(self.batched_space, self.check(actions)))
+    def split(self, checked: Any) -> list:
+        """One action per env from a batch that :meth:`check` returned."""
+        if isinstance(checked, np.ndarray):
+            return list(checked)
+        return list(iterate(self.batched_space, checked))
 
     def check(self, actions: Any, space: spaces.Space | None = None, where: str = "actions"):
         """The batch converted to the space's dtype; ValueError if it does not fit."""
+        if space is None and self._leaf is not None:
+            return self._leaf.check(actions, where)
         space = self.space if space is None else space
         if isinstance(space, spaces.Dict):
             if not isinstance(actions, dict):

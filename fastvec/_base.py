@@ -78,9 +78,14 @@ class BatchedVecEnv(VectorEnv):
         autoreset_mode: AutoresetMode | str,
         copy: bool,
         episode_statistics: bool,
-        rows: np.ndarray | None = None,
+        buffers: dict[str, np.ndarray] | None = None,
     ) -> None:
-        """Set the spaces, modes and batch buffers; ``rows`` may be given (shared memory)."""
+        """Set the spaces, modes and batch buffers.
+
+        ``buffers`` (shared memory) may hold ``obs`` record rows, ``rewards``,
+        ``terminations``, ``truncations`` and ``needs_reset``; the rest are allocated.
+        """
+        buffers = buffers or {}
         self.num_envs = num_envs
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self._mode_code = int(_MODE_CODES[self.autoreset_mode])
@@ -103,17 +108,18 @@ class BatchedVecEnv(VectorEnv):
             self._obs_objects: list[Any] | None = [None] * num_envs
             self._obs_out = create_empty_array(single_observation_space, num_envs)
         else:
+            rows = buffers.get("obs")
             if rows is None:
                 rows = np.zeros((num_envs, self.layout.record_size), dtype=np.uint8)
             self._rows = rows
             self._obs_objects = None
             self._obs_views = batch_views(self.layout, rows)
-        self._rewards = np.zeros(num_envs, dtype=np.float64)
-        self._terminations = np.zeros(num_envs, dtype=np.bool_)
-        self._truncations = np.zeros(num_envs, dtype=np.bool_)
-        self._needs_reset = np.zeros(num_envs, dtype=np.bool_)
+        self._rewards = buffers.get("rewards", np.zeros(num_envs, dtype=np.float64))
+        self._terminations = buffers.get("terminations", np.zeros(num_envs, dtype=np.bool_))
+        self._truncations = buffers.get("truncations", np.zeros(num_envs, dtype=np.bool_))
+        self._needs_reset = buffers.get("needs_reset", np.zeros(num_envs, dtype=np.bool_))
         self._stats = _EpisodeStats(num_envs) if self.episode_statistics else None
-        self._pending: list | None = None
+        self._pending: bool | None = None
 
     def _block(self, envs: list, first_index: int = 0) -> EnvBlock:
         """An :class:`EnvBlock` over ``envs`` writing into this env's buffers."""
@@ -131,7 +137,12 @@ class BatchedVecEnv(VectorEnv):
     def _run_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> list:
         raise NotImplementedError
 
-    def _run_step(self, actions: list) -> list:
+    def _start_step(self, actions: Any) -> None:
+        """Hand the checked action batch to the envs."""
+        raise NotImplementedError
+
+    def _finish_step(self) -> list:
+        """Wait for the step started by ``_start_step``; return its info entries."""
         raise NotImplementedError
 
     # -- the Gymnasium API -----------------------------------------------------------
@@ -175,21 +186,22 @@ class BatchedVecEnv(VectorEnv):
             raise AlreadyPendingCallError(
                 "step_async() called while a step is already pending; call step_wait() first",
                 "step")
-        per_env = self._actions.split(actions)
+        checked = self._actions.check(actions)
         if self._mode_code == Autoreset.DISABLED and self._needs_reset.any():
             done = np.flatnonzero(self._needs_reset).tolist()
             raise RuntimeError(
                 f"envs {done} ended their episodes and autoreset_mode is DISABLED: reset them "
                 "with reset(options={'reset_mask': mask}) before stepping")
-        self._pending = per_env
+        self._start_step(checked)
+        self._pending = True
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Finish the step started by :meth:`step_async` and return its batch."""
         self._check_open()
         if self._pending is None:
             raise NoAsyncCallError("step_wait() called without a pending step_async()", "step")
-        actions, self._pending = self._pending, None
-        entries = self._run_step(actions)
+        self._pending = None
+        entries = self._finish_step()
         infos = batch_infos(entries, self.num_envs) if entries else {}
         if self._stats is not None:
             self._stats.record(self, infos)

@@ -10,7 +10,7 @@ import gymnasium as gym
 
 __all__ = ["make"]
 
-BACKENDS = ("sync",)
+BACKENDS = ("sync", "subproc")
 
 
 def make(
@@ -43,6 +43,10 @@ def make(
         from fastvec.sync_env import SyncVecEnv
 
         envs = SyncVecEnv(env_fns, **vector_kwargs)
+    elif backend == "subproc":
+        from fastvec.subproc_env import SubprocVecEnv
+
+        envs = SubprocVecEnv(env_fns, **vector_kwargs)
     else:
         raise ValueError(f"expected backend to be one of {BACKENDS}, got {backend!r}")
     if isinstance(env_id, (str, gym.envs.registration.EnvSpec)):

@@ -68,7 +68,11 @@ class SyncVecEnv(BatchedVecEnv):
     def _run_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> list:
         return self._envs_block.reset(seeds, options, mask)
 
-    def _run_step(self, actions: list) -> list:
+    def _start_step(self, actions: Any) -> None:
+        self._actions_per_env = self._actions.split(actions)
+
+    def _finish_step(self) -> list:
+        actions, self._actions_per_env = self._actions_per_env, None
         return self._envs_block.step(actions)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:

@@ -1,0 +1,185 @@
+"""The worker process: builds its block of envs, then serves commands until told to stop.
+
+Start-up talks over the control pipe: the worker sends its spaces, receives the
+shared block's plan and file descriptor, attaches, and says ready.  After that
+every command arrives through the barrier (``Barrier.wait_command``); requests
+that carry Python objects (reset seeds, ``call``...) come with a message on the
+pipe.  A reply that carries Python objects (infos, errors, results) is flagged
+in the status word and sent on the pipe right after the worker reports done.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import traceback
+from enum import IntEnum
+from multiprocessing.reduction import recv_handle
+from typing import Any
+
+import cloudpickle
+import numpy as np
+from gymnasium.vector.utils import batch_space, iterate
+
+from fastvec._kernels.barrier import Barrier, set_parent_death_signal
+from fastvec._kernels.stepping import EnvBlock
+from fastvec._layout import batch_views, layout_of
+from fastvec._shm import SharedBlock
+from fastvec.errors import ObservationError
+
+__all__ = ["Command", "Status", "run"]
+
+POLL_SECONDS = 0.1  # how often an idle worker checks that its parent lives
+
+
+class Command(IntEnum):
+    STEP = 1
+    RESET = 2
+    CONTROL = 3
+    CLOSE = 4
+
+
+class Status(IntEnum):
+    OK = 0
+    ERROR = 1  # an error report follows on the pipe
+    MESSAGE = 2  # a reply follows on the pipe
+
+
+def run(worker_index: int, env_fns_bytes: bytes, conn: Any) -> None:
+    """Entry point of a worker process."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
+    set_parent_death_signal(signal.SIGKILL)
+    parent = os.getppid()
+    for key in [k for k in os.environ if k.startswith(("OMPI_", "PMI_"))]:
+        del os.environ[key]  # env fns must not join the trainer's MPI job
+    try:
+        envs = [env_fn() for env_fn in cloudpickle.loads(env_fns_bytes)]
+        first = envs[0]
+        conn.send(("spaces", first.observation_space, first.action_space,
+                   dict(first.metadata), first.render_mode,
+                   [(env.observation_space, env.action_space) for env in envs]))
+        setup = conn.recv()
+        if setup[0] != "attach":
+            return
+        block = SharedBlock(setup[1], recv_handle(conn))
+    except (EOFError, OSError, KeyboardInterrupt):
+        return
+    except BaseException as exc:  # noqa: B036 - reported to the parent
+        _send_error(conn, exc, None)
+        return
+    server = _Server(worker_index, envs, block, conn, *setup[2:])
+    conn.send(("ready",))
+    server.serve(parent)
+
+
+class _Server:
+    """The worker's state after attaching: its envs, block views and barrier."""
+
+    def __init__(self, index: int, envs: list, block: SharedBlock, conn: Any,
+                 first: int, n_workers: int, mode: int) -> None:
+        self.index, self.envs, self.block, self.conn = index, envs, block, conn
+        self.first, self.count = first, len(envs)
+        arrays = block.arrays
+        end = first + self.count
+        space = envs[0].observation_space
+        layout = layout_of(space)
+        rows = None if layout is None else arrays["obs"][first:end]
+        self.obs_objects = [None] * self.count if layout is None else None
+        self.env_block = EnvBlock(
+            envs, mode, None if layout is None else layout.table, rows, self.obs_objects,
+            arrays["rewards"][first:end], arrays["terminations"][first:end],
+            arrays["truncations"][first:end], arrays["needs_reset"][first:end], first)
+        self.action_layout = layout_of(envs[0].action_space)
+        self.action_views = None if self.action_layout is None else batch_views(
+            self.action_layout, arrays["actions"][first:end])
+        self.block_action_space = batch_space(envs[0].action_space, self.count)
+        self.barrier = Barrier(arrays["barrier"], n_workers)
+        self.barrier.start_worker(index)
+
+    def serve(self, parent: int) -> None:
+        handlers = {Command.STEP: self.step, Command.RESET: self.reset,
+                    Command.CONTROL: self.control}
+        while True:
+            command = self.barrier.wait_command(self.index, POLL_SECONDS)
+            if command is None:
+                if os.getppid() != parent:
+                    return  # orphaned: the trainer is gone
+                continue
+            if command == Command.CLOSE:
+                self.close()
+                return
+            try:
+                reply = handlers[Command(command)]()
+            except BaseException as exc:  # noqa: B036 - reported to the parent
+                self.barrier.finish(self.index, Status.ERROR)
+                _send_error(self.conn, exc, self.first + self.env_block.current)
+                continue
+            if reply is None:
+                self.barrier.finish(self.index, Status.OK)
+            else:
+                self.barrier.finish(self.index, Status.MESSAGE)
+                self.conn.send(reply)
+
+    def _actions(self) -> list:
+        if self.action_layout is None:
+            return self.conn.recv()
+        batch = _copy_tree(self.action_views)
+        if isinstance(batch, np.ndarray):
+            return list(batch)
+        return list(iterate(self.block_action_space, batch))
+
+    def step(self) -> tuple | None:
+        entries = self.env_block.step(self._actions())
+        if entries or self.obs_objects is not None:
+            return ("step", entries, self.obs_objects)
+        return None
+
+    def reset(self) -> tuple | None:
+        seeds, options, mask = self.conn.recv()
+        entries = self.env_block.reset(seeds, options, mask)
+        if entries or self.obs_objects is not None:
+            return ("reset", entries, self.obs_objects)
+        return None
+
+    def control(self) -> tuple:
+        name, args = self.conn.recv()
+        return ("result", getattr(self, f"_do_{name}")(*args))
+
+    def _do_call(self, name: str, args: tuple, kwargs: dict) -> list:
+        results = []
+        for env in self.envs:
+            target = env.get_wrapper_attr(name)
+            results.append(target(*args, **kwargs) if callable(target) else target)
+        return results
+
+    def _do_set_attr(self, name: str, values: list) -> None:
+        for env, value in zip(self.envs, values):
+            env.set_wrapper_attr(name, value)
+
+    def _do_render(self) -> list:
+        return [env.render() for env in self.envs]
+
+    def close(self) -> None:
+        try:
+            for env in self.envs:
+                env.close()
+        finally:
+            self.barrier.finish(self.index, Status.OK)
+            self.block.close()
+
+
+def _copy_tree(node: Any) -> Any:
+    if isinstance(node, dict):
+        return {key: _copy_tree(value) for key, value in node.items()}
+    if isinstance(node, tuple):
+        return tuple(_copy_tree(value) for value in node)
+    return node.copy()
+
+
+def _send_error(conn: Any, exc: BaseException, env_index: int | None) -> None:
+    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+    try:
+        conn.send(("error", env_index, type(exc).__name__, str(exc), text,
+                   isinstance(exc, ObservationError)))
+    except (OSError, EOFError):
+        pass

@@ -1,0 +1,381 @@
+"""SubprocVecEnv: envs step in worker processes, talking through shared memory.
+
+Data flow of a step: actions -> shared action rows -> the barrier posts STEP to
+every worker -> each worker steps its block of envs and writes obs / reward /
+flags into its rows -> it reports done (non-empty infos follow on its pipe) ->
+the parent waits on the barrier, in short slices that check liveness and the
+deadline -> views of the rows (or copies) -> trainer.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing as mp
+import os
+import time
+import weakref
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cloudpickle
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from fastvec._base import BatchedVecEnv
+from fastvec._kernels.barrier import Barrier, barrier_nbytes
+from fastvec._layout import batch_views, layout_of
+from fastvec._procs import SLICE_SECONDS, WorkerProcess
+from fastvec._shm import SharedBlock, plan_block
+from fastvec._worker import Command, Status
+from fastvec.errors import FastVecError, ObservationError, WorkerError, WorkerTimeout
+
+__all__ = ["SubprocVecEnv"]
+
+STARTUP_SECONDS = 300.0  # building envs may be slow (asset loading), but not forever
+CLOSE_GRACE_SECONDS = 1.0
+_LIVE: weakref.WeakSet = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all() -> None:
+    for envs in list(_LIVE):
+        envs.close()
+
+
+def default_context() -> str:
+    """forkserver where available (safe with threads in the trainer), else spawn."""
+    return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
+
+
+def split_blocks(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
+    """Contiguous ``[start, end)`` env blocks, the first ``num_envs % num_workers`` one larger."""
+    size, extra = divmod(num_envs, num_workers)
+    bounds, start = [], 0
+    for w in range(num_workers):
+        end = start + size + (w < extra)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+class SubprocVecEnv(BatchedVecEnv):
+    """Runs envs in worker processes, several per worker, stepping through shared memory.
+
+    Args:
+        env_fns: callables returning ``gymnasium.Env``; sent to workers with cloudpickle.
+        num_workers: worker processes (default ``min(num_envs, os.cpu_count())``); envs
+            are split into contiguous blocks, one per worker.
+        context: ``"fork"``, ``"spawn"`` or ``"forkserver"`` (default: forkserver where
+            available, else spawn).
+        autoreset_mode, copy, episode_statistics: as in :class:`fastvec.SyncVecEnv`.
+        timeout: seconds a step, reset or call may take before ``WorkerTimeout``.
+        on_worker_failure: ``"raise"`` (a ``WorkerError``) or ``"restart"`` (respawn the
+            worker, rebuild and reset its envs; they report ``truncations=True`` and
+            ``infos["worker_restarted"]``).
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        num_workers: int | None = None,
+        context: str | None = None,
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        copy: bool = True,
+        timeout: float | None = None,
+        on_worker_failure: str = "raise",
+        episode_statistics: bool = False,
+    ) -> None:
+        num_envs = len(env_fns)
+        if num_envs < 1:
+            raise ValueError("expected at least one env function, got none")
+        num_workers = min(num_envs, os.cpu_count() or 1) if num_workers is None else num_workers
+        if not 1 <= num_workers <= num_envs:
+            raise ValueError(f"expected num_workers in [1, {num_envs}], got {num_workers}")
+        if on_worker_failure not in ("raise", "restart"):
+            raise ValueError("expected on_worker_failure 'raise' or 'restart', "
+                             f"got {on_worker_failure!r}")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
+        self.num_workers = num_workers
+        self.timeout = timeout
+        self.on_worker_failure = on_worker_failure
+        self.context = context or default_context()
+        self._ctx = mp.get_context(self.context)
+        self._bounds = split_blocks(num_envs, num_workers)
+        self._env_fns_bytes = [cloudpickle.dumps(list(env_fns[a:b])) for a, b in self._bounds]
+        self._workers: list[WorkerProcess] = []
+        self._shared: SharedBlock | None = None
+        self._broken: str | None = None
+        _LIVE.add(self)
+        try:
+            self._start(num_envs, autoreset_mode, copy, episode_statistics)
+        except BaseException:
+            self._shutdown()
+            raise
+
+    # -- start-up --------------------------------------------------------------------
+
+    def _start(self, num_envs: int, autoreset_mode: Any, copy: bool,
+               episode_statistics: bool) -> None:
+        self._workers = [WorkerProcess(self._ctx, w, b) for w, b in
+                         enumerate(self._env_fns_bytes)]
+        deadline = time.monotonic() + STARTUP_SECONDS
+        hello = [self._hello(w, deadline) for w in range(self.num_workers)]
+        obs_space, act_space, metadata, render_mode = hello[0][:4]
+        spaces = [pair for message in hello for pair in message[4]]
+        for index, (env_obs, env_act) in enumerate(spaces):
+            if env_obs != obs_space or env_act != act_space:
+                raise ValueError(f"env {index} has spaces ({env_obs}, {env_act}); expected "
+                                 f"({obs_space}, {act_space}) as env 0")
+        self._setup(num_envs, obs_space, act_space, metadata, render_mode, autoreset_mode,
+                    copy, episode_statistics, buffers=self._make_shared(obs_space, act_space))
+        for w in range(self.num_workers):
+            self._attach(w, deadline)
+
+    def _hello(self, w: int, deadline: float) -> tuple:
+        message = self._workers[w].recv(deadline, "start-up")
+        if message[0] == "error":
+            raise self._error(w, message, "building its envs")
+        return message[1:]
+
+    def _make_shared(self, obs_space: gym.Space, act_space: gym.Space) -> dict:
+        n = self._bounds[-1][1]
+        obs_layout, act_layout = layout_of(obs_space), layout_of(act_space)
+        self._plan = plan_block([
+            ("barrier", (barrier_nbytes(self.num_workers),), "u1"),
+            ("obs", (n, obs_layout.record_size if obs_layout else 0), "u1"),
+            ("actions", (n, act_layout.record_size if act_layout else 0), "u1"),
+            ("rewards", (n,), "f8"),
+            ("terminations", (n,), "?"),
+            ("truncations", (n,), "?"),
+            ("needs_reset", (n,), "?"),
+        ])
+        self._shared = SharedBlock.create(self._plan)
+        arrays = self._shared.arrays
+        self._barrier = Barrier(arrays["barrier"], self.num_workers)
+        self._action_layout = act_layout
+        self._action_views = None if act_layout is None else batch_views(
+            act_layout, arrays["actions"])
+        return {name: arrays[name] for name in
+                ("obs", "rewards", "terminations", "truncations", "needs_reset")}
+
+    def _attach(self, w: int, deadline: float) -> None:
+        worker = self._workers[w]
+        worker.send(("attach", self._plan, self._bounds[w][0], self.num_workers,
+                     self._mode_code))
+        worker.send_fd(self._shared.fd)
+        message = worker.recv(deadline, "start-up")
+        if message[0] == "error":
+            raise self._error(w, message, "attaching shared memory")
+
+    # -- the step path ---------------------------------------------------------------
+
+    def _start_step(self, actions: Any) -> None:
+        self._check_usable()
+        if self._action_views is not None:
+            _copy_into(self._action_views, actions)
+        else:
+            per_env = self._actions.split(actions)
+            for w, (a, b) in enumerate(self._bounds):
+                self._workers[w].send(per_env[a:b])
+        self._post_all(Command.STEP)
+
+    def _finish_step(self) -> list:
+        replies = self._collect(range(self.num_workers), "a step")
+        return self._merge(replies, restart_truncates=True)
+
+    def _run_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> list:
+        self._check_usable()
+        workers = [w for w, (a, b) in enumerate(self._bounds) if mask is None or mask[a:b].any()]
+        for w in workers:
+            a, b = self._bounds[w]
+            self._workers[w].send((seeds[a:b], options, None if mask is None else mask[a:b]))
+            self._barrier.post(w, Command.RESET)
+        return self._merge(self._collect(workers, "a reset"), restart_truncates=False)
+
+    def _post_all(self, command: Command) -> None:
+        for w in range(self.num_workers):
+            self._barrier.post(w, command)
+
+    def _collect(self, workers: Sequence[int], what: str) -> dict[int, Any]:
+        """Wait for ``workers`` to finish; their replies (None, a message, or an error)."""
+        try:
+            return self._wait_replies(list(workers), what)
+        except BaseException as exc:
+            if not isinstance(exc, WorkerError):
+                self._broken = f"{type(exc).__name__} while waiting for {what}"
+            raise
+
+    def _wait_replies(self, workers: list[int], what: str) -> dict[int, Any]:
+        deadline = time.monotonic() + (self.timeout if self.timeout else float("inf"))
+        waiting, replies = list(workers), {}
+        while waiting:
+            self._barrier.wait(waiting, timeout=SLICE_SECONDS)
+            for w in list(waiting):
+                if self._barrier.is_done(w):
+                    waiting.remove(w)
+                    replies[w] = self._reply(w, deadline, what)
+                elif not self._workers[w].alive:
+                    waiting.remove(w)
+                    replies[w] = self._workers[w].died(what)
+            if waiting and time.monotonic() > deadline:
+                self._broken = f"a worker exceeded the {self.timeout} s timeout"
+                raise WorkerTimeout(f"workers {waiting} did not finish {what} within "
+                                    f"timeout={self.timeout} s")
+        return replies
+
+    def _reply(self, w: int, deadline: float, what: str) -> Any:
+        status = self._barrier.status(w)
+        if status == Status.OK:
+            return None
+        try:
+            message = self._workers[w].recv(deadline, what)
+        except WorkerError as exc:
+            return exc
+        return self._error(w, message, what) if status == Status.ERROR else message
+
+    def _merge(self, replies: dict[int, Any], restart_truncates: bool) -> list:
+        """Entries of all replies in env order; failures raised or repaired."""
+        entries: list = []
+        failures = {w: r for w, r in replies.items() if isinstance(r, BaseException)}
+        for exc in failures.values():
+            if isinstance(exc, ObservationError) or self.on_worker_failure == "raise":
+                if isinstance(exc, WorkerError) and exc.exitcode is not None:
+                    self._broken = str(exc)
+                raise exc
+        for w in sorted(replies):
+            a, b = self._bounds[w]
+            if w in failures:
+                entries.extend(self._restart(w, restart_truncates))
+            elif replies[w] is not None:
+                entries.extend(replies[w][1])
+                if replies[w][2] is not None:
+                    self._obs_objects[a:b] = replies[w][2]
+        return entries
+
+    def _restart(self, w: int, truncate: bool) -> list:
+        """Replace worker ``w`` with a new one, rebuild and reset its envs."""
+        self._workers[w].kill()
+        self._barrier.settle(w)
+        self._workers[w] = WorkerProcess(self._ctx, w, self._env_fns_bytes[w])
+        deadline = time.monotonic() + STARTUP_SECONDS
+        self._hello(w, deadline)
+        self._attach(w, deadline)
+        a, b = self._bounds[w]
+        self._workers[w].send(([None] * (b - a), None, None))
+        self._barrier.post(w, Command.RESET)
+        reply = self._wait_replies([w], "a reset after restart")[w]
+        if isinstance(reply, BaseException):
+            self._broken = f"worker {w} failed again right after a restart"
+            raise reply
+        entries = [] if reply is None else list(reply[1])
+        if reply is not None and reply[2] is not None:
+            self._obs_objects[a:b] = reply[2]
+        self._rewards[a:b] = 0.0
+        self._terminations[a:b] = False
+        self._truncations[a:b] = truncate
+        self._needs_reset[a:b] = False
+        return entries + [(i, {"worker_restarted": True}) for i in range(a, b)]
+
+    def _error(self, w: int, message: tuple, what: str) -> BaseException:
+        _, env_index, type_name, text, remote_tb, is_obs_error = message
+        where = f"env {env_index} (worker {w})" if env_index is not None else f"worker {w}"
+        if is_obs_error:
+            exc: BaseException = ObservationError(text)
+        else:
+            exc = WorkerError(f"{where} raised {type_name} during {what}: {text}",
+                              env_index=env_index, worker_index=w)
+        exc.__cause__ = RemoteTraceback(remote_tb)
+        return exc
+
+    # -- control messages ------------------------------------------------------------
+
+    def _control(self, name: str, args_per_worker: list[tuple]) -> list:
+        self._check_open()
+        self._check_usable()
+        if self._pending is not None:
+            raise FastVecError(f"{name}() called while a step is pending; call step_wait()")
+        for w in range(self.num_workers):
+            self._workers[w].send((name, args_per_worker[w]))
+            self._barrier.post(w, Command.CONTROL)
+        replies = self._collect(range(self.num_workers), f"{name}()")
+        for reply in replies.values():
+            if isinstance(reply, BaseException):
+                if isinstance(reply, WorkerError) and reply.exitcode is not None:
+                    self._broken = str(reply)
+                raise reply
+        return [replies[w][1] for w in range(self.num_workers)]
+
+    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
+        """Call method ``name`` of every env (or read attribute ``name``)."""
+        results = self._control("call", [(name, args, kwargs)] * self.num_workers)
+        return tuple(value for block in results for value in block)
+
+    def get_attr(self, name: str) -> tuple[Any, ...]:
+        """Attribute ``name`` of every env."""
+        return self.call(name)
+
+    def set_attr(self, name: str, values: Any) -> None:
+        """Set attribute ``name`` of every env: one value each (list/tuple) or one for all."""
+        if not isinstance(values, (list, tuple)):
+            values = [values] * self.num_envs
+        if len(values) != self.num_envs:
+            raise ValueError(f"expected {self.num_envs} values (one per env), got {len(values)}")
+        self._control("set_attr", [(name, list(values[a:b])) for a, b in self._bounds])
+
+    def render(self) -> tuple[Any, ...]:
+        """Each env's ``render()``."""
+        results = self._control("render", [()] * self.num_workers)
+        return tuple(frame for block in results for frame in block)
+
+    # -- shutdown --------------------------------------------------------------------
+
+    def _check_usable(self) -> None:
+        if self._broken is not None:
+            raise FastVecError(f"this SubprocVecEnv is unusable ({self._broken}); close it "
+                               "and make a new one, or use on_worker_failure='restart'")
+
+    def close_extras(self, **kwargs: Any) -> None:
+        """Stop every worker and release the shared memory."""
+        self._shutdown()
+
+    def _shutdown(self) -> None:
+        _LIVE.discard(self)
+        live = [w for w in self._workers if w.alive]
+        if self._shared is not None and hasattr(self, "_barrier"):
+            for worker in live:
+                self._barrier.post(worker.index, Command.CLOSE)
+        deadline = time.monotonic() + CLOSE_GRACE_SECONDS
+        for worker in self._workers:
+            worker.stop(deadline - time.monotonic())
+        self._workers = []
+        if self._shared is not None:
+            self._shared.close()
+            self._shared = None
+
+    def __del__(self) -> None:
+        if not getattr(self, "closed", True):
+            self.close()
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker (attached as ``__cause__``)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.text}"""'
+
+
+def _copy_into(views: Any, batch: Any) -> None:
+    if isinstance(views, dict):
+        for key, view in views.items():
+            _copy_into(view, batch[key])
+    elif isinstance(views, tuple):
+        for view, part in zip(views, batch):
+            _copy_into(view, part)
+    else:
+        np.copyto(views, batch)
