@@ -1,0 +1,15 @@
+"""Batch per-env info dicts into Gymnasium's dict-of-arrays form with ``_key`` masks."""
+
+from typing import Any, SupportsIndex
+
+__test__: dict[str, str]  # Cython's doctest table
+
+def add_info(
+    vector_infos: dict[Any, Any], info: dict[Any, Any], env_index: SupportsIndex, num_envs: int
+) -> dict[Any, Any]:
+    """Add ``info`` of env ``env_index`` to ``vector_infos``; mutates and returns it."""
+
+def batch_infos(
+    entries: list[tuple[SupportsIndex, dict[Any, Any]]], num_envs: int
+) -> dict[Any, Any]:
+    """Fold ``(env_index, info)`` pairs, in order, into a new batched info dict."""
