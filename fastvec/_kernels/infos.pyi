@@ -2,8 +2,6 @@
 
 from typing import Any, SupportsIndex
 
-__test__: dict[str, str]  # Cython's doctest table
-
 def add_info(
     vector_infos: dict[Any, Any], info: dict[Any, Any], env_index: SupportsIndex, num_envs: int
 ) -> dict[Any, Any]:
