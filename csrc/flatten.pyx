@@ -123,7 +123,10 @@ def _convert(value, dtype, shape, name, env_index):
             f"env {env_index} returned {name} with shape {source.shape}, "
             f"expected shape {shape} (dtype {dtype})")
     casting = "same_kind" if python_scalar else "safe"
-    if not np.can_cast(source.dtype, dtype, casting=casting):
+    # A Python int may go into any integer leaf, unsigned too (int64 -> uint8 is not a
+    # same-kind cast); one that does not fit raises OverflowError below.
+    python_int = python_scalar and source.dtype.kind in "iu" and dtype.kind in "iu"
+    if not (python_int or np.can_cast(source.dtype, dtype, casting=casting)):
         raise ObservationError(
             f"env {env_index} returned {name} with dtype {source.dtype}, "
             f"expected dtype {dtype} (shape {shape})")
