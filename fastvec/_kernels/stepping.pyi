@@ -1,0 +1,52 @@
+"""Typed interface of ``fastvec._kernels.stepping`` (built from ``csrc/stepping.pyx``)."""
+
+import enum
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import numpy.typing as npt
+from typing_extensions import disjoint_base
+
+from fastvec._kernels.flatten import FieldTable
+
+_InfoEntry = tuple[int, dict[str, Any]]
+
+class Autoreset(enum.IntEnum):
+    NEXT_STEP = 0
+    SAME_STEP = 1
+    DISABLED = 2
+
+@disjoint_base
+class EnvBlock:
+    """A block of envs and the batch buffers their step results go into."""
+
+    def __init__(
+        self,
+        envs: list[gym.Env[Any, Any]],
+        mode: int,
+        table: FieldTable | None,
+        rows: npt.NDArray[np.uint8] | None,
+        obs_objects: list[Any] | None,
+        rewards: npt.NDArray[np.float64],
+        terminations: npt.NDArray[np.bool_],
+        truncations: npt.NDArray[np.bool_],
+        needs_reset: npt.NDArray[np.bool_],
+        first_index: int = 0,
+    ) -> None: ...
+    @property
+    def envs(self) -> list[gym.Env[Any, Any]]: ...
+    @property
+    def first_index(self) -> int: ...
+    @property
+    def current(self) -> int: ...
+    @property
+    def mode(self) -> int: ...
+    def step(self, actions: list[Any]) -> list[_InfoEntry]: ...
+    def reset(
+        self,
+        seeds: list[int | None],
+        options: dict[str, Any] | None,
+        mask: npt.NDArray[np.bool_] | Sequence[bool] | None = None,
+    ) -> list[_InfoEntry]: ...

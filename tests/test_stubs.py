@@ -1,0 +1,43 @@
+"""The ``.pyi`` stubs of the compiled kernels agree with the built modules (``mypy.stubtest``)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("mypy.stubtest")
+
+ROOT = Path(__file__).resolve().parents[1]
+STUBS = sorted((ROOT / "fastvec" / "_kernels").glob("*.pyi"))
+
+# stubtest refuses to compare anything while mypy reports an error in any module it
+# follows (the rest of the package); type-checking those is `mypy fastvec`'s job, so
+# here they are followed silently.  Gymnasium is not followed at all: it only appears
+# in annotations, and reading it doubles the run time.
+MYPY_CONFIG = """\
+[mypy]
+ignore_missing_imports = True
+follow_imports = silent
+
+[mypy-gymnasium.*]
+follow_imports = skip
+"""
+
+
+def test_there_are_stubs():
+    assert STUBS, "no fastvec/_kernels/*.pyi found"
+
+
+def test_stubs_match_the_compiled_modules(tmp_path):
+    config = tmp_path / "mypy.ini"
+    config.write_text(MYPY_CONFIG)
+    modules = [f"fastvec._kernels.{stub.stem}" for stub in STUBS]
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy.stubtest", "--mypy-config-file", str(config),
+         "--allowlist", str(ROOT / "stubtest-allowlist.txt"), *modules],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
