@@ -37,7 +37,7 @@ def kernel(pyx: Path) -> Extension:
         [str(pyx), *C_SOURCES.get(pyx.stem, [])],
         include_dirs=[np.get_include(), "csrc"],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-        extra_compile_args=[*CFLAGS, "-std=c11"] if pyx.stem in C_SOURCES else CFLAGS,
+        extra_compile_args=CFLAGS,
     )
 
 

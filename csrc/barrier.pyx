@@ -1,12 +1,14 @@
 """The shared-memory step barrier between the parent and its workers.
 
 Memory (a caller-owned writable buffer, e.g. a region of the shared block):
-one 64-byte line holding the *bell*, then one 64-byte line per worker holding
-``cmd_seq``, ``done_seq``, ``command`` and ``status`` (u32 each).  The parent
-``post``s a command (writes it, bumps ``cmd_seq``, wakes the worker); the worker
-``wait_command``s, does the work, and ``finish``es (stores its status, sets
-``done_seq = cmd_seq``, rings the bell); the parent ``wait``s for all of a set of
-workers, or for ``want`` of them (async batches).  All waits release the GIL
+a 64-byte line for the *done bell*, one for the *command bell*, then one line
+per worker holding ``cmd_seq``, ``done_seq``, ``command`` and ``status`` (u32
+each).  The parent ``post``s a command to some workers (writes it, bumps their
+``cmd_seq``, rings the command bell once); each worker ``wait_command``s, does
+the work, and ``finish``es (stores its status, sets ``done_seq = cmd_seq``,
+rings the done bell); the parent ``wait``s for all of a set of workers, or for
+``want`` of them (async batches).  A bell makes the wake-up syscall only when
+somebody sleeps on it.  All waits release the GIL
 and return after at most ``timeout`` seconds so Python can check liveness and
 deadlines; the waiting itself (spin, then futex sleep) is in ``ipc_sync.c``.
 """
@@ -25,18 +27,19 @@ cdef extern from "ipc_sync.h" nogil:
         int64_t max_spin_ns
     void fv_spinner_init(fv_spinner *s, int64_t max_spin_ns)
     int64_t fv_now_ns()
-    void fv_publish(uint32_t *word, uint32_t value)
     void fv_store(uint32_t *word, uint32_t value)
     uint32_t fv_load(const uint32_t *word)
     void fv_ring(uint32_t *bell)
-    int fv_wait_change(uint32_t *word, uint32_t old, int64_t deadline_ns, fv_spinner *s)
-    int fv_wait_count(uint32_t *words, int n, int stride_words, const uint32_t *expected,
+    int fv_wait_change(const uint32_t *word, uint32_t old, uint32_t *bell,
+                       int64_t deadline_ns, fv_spinner *s)
+    int fv_wait_count(const uint32_t *words, int n, int stride_words, const uint32_t *expected,
                       const uint8_t *active, int want, uint32_t *bell, int64_t deadline_ns,
                       fv_spinner *s)
     int fv_set_parent_death_signal(int sig)
 
 cdef enum:
-    LINE = 64            # bytes per cache line: the bell, then one line per worker
+    LINE = 64            # bytes per cache line: two bells, then one line per worker
+    BELLS = 2
     WORDS_PER_LINE = 16
     CMD_SEQ = 0          # word indices within a worker's line
     DONE_SEQ = 1
@@ -46,7 +49,7 @@ cdef enum:
 
 def barrier_nbytes(int n_workers):
     """Bytes of memory a barrier for ``n_workers`` needs."""
-    return LINE * (1 + n_workers)
+    return LINE * (BELLS + n_workers)
 
 
 def set_parent_death_signal(int sig):
@@ -69,7 +72,8 @@ cdef class Barrier:
     """One process's handle on a barrier living in ``memory``."""
 
     cdef unsigned char[::1] memory
-    cdef uint32_t* bell
+    cdef uint32_t* done_bell
+    cdef uint32_t* command_bell
     cdef uint32_t* lines
     cdef readonly int n_workers
     cdef fv_spinner spinner
@@ -77,7 +81,7 @@ cdef class Barrier:
     cdef uint8_t[::1] active
     cdef uint32_t last_seen
 
-    def __init__(self, memory, int n_workers, double max_spin_us=20.0):
+    def __init__(self, memory, int n_workers, double max_spin_us=300.0):
         cdef unsigned char[::1] view = memory
         if n_workers < 1:
             raise ValueError(f"expected at least one worker, got {n_workers}")
@@ -87,8 +91,9 @@ cdef class Barrier:
         if (<size_t>&view[0]) % LINE != 0:
             raise ValueError("expected memory aligned to 64 bytes")
         self.memory = view
-        self.bell = <uint32_t*>&view[0]
-        self.lines = <uint32_t*>&view[LINE]
+        self.done_bell = <uint32_t*>&view[0]
+        self.command_bell = <uint32_t*>&view[LINE]
+        self.lines = <uint32_t*>&view[BELLS * LINE]
         self.n_workers = n_workers
         fv_spinner_init(&self.spinner, <int64_t>(max_spin_us * 1000))
         self.expected = np.zeros(n_workers, dtype=np.uint32)
@@ -102,11 +107,14 @@ cdef class Barrier:
 
     # -- parent side ----------------------------------------------------------------
 
-    def post(self, int worker, uint32_t command):
-        """Give ``worker`` a command and wake it."""
-        cdef uint32_t* seq = self.word(worker, CMD_SEQ)
-        self.word(worker, COMMAND)[0] = command
-        fv_publish(seq, fv_load(seq) + 1)
+    def post(self, workers, uint32_t command):
+        """Give each of ``workers`` (an int or an iterable of ints) ``command``; wake them."""
+        cdef uint32_t* seq
+        for w in ((workers,) if isinstance(workers, int) else workers):
+            seq = self.word(w, CMD_SEQ)
+            self.word(w, COMMAND)[0] = command
+            fv_store(seq, fv_load(seq) + 1)
+        fv_ring(self.command_bell)
 
     def is_done(self, int worker):
         """Whether ``worker`` has finished its last posted command."""
@@ -138,7 +146,7 @@ cdef class Barrier:
             want = count
         with nogil:
             ready = fv_wait_count(self.lines + DONE_SEQ, self.n_workers, WORDS_PER_LINE,
-                                  &self.expected[0], &self.active[0], want, self.bell,
+                                  &self.expected[0], &self.active[0], want, self.done_bell,
                                   deadline, &self.spinner)
         return ready
 
@@ -151,18 +159,18 @@ cdef class Barrier:
         cdef uint32_t old = self.last_seen
         cdef int result
         with nogil:
-            result = fv_wait_change(seq, old, deadline, &self.spinner)
+            result = fv_wait_change(seq, old, self.command_bell, deadline, &self.spinner)
         if result != 0:
             return None
         self.last_seen = fv_load(seq)
         return self.word(worker, COMMAND)[0]
 
     def start_worker(self, int worker):
-        """Begin serving ``worker``: commands posted before now count as seen."""
-        self.last_seen = fv_load(self.word(worker, CMD_SEQ))
+        """Begin serving ``worker``: the next command is the first one not yet done."""
+        self.last_seen = fv_load(self.word(worker, DONE_SEQ))
 
     def finish(self, int worker, uint32_t status=0):
         """Report the current command of ``worker`` done with ``status``; ring the bell."""
         fv_store(self.word(worker, STATUS), status)
         fv_store(self.word(worker, DONE_SEQ), self.last_seen)
-        fv_ring(self.bell)
+        fv_ring(self.done_bell)

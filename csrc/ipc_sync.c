@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "ipc_sync.h"
 
-#include <errno.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <time.h>
 
@@ -38,77 +38,92 @@ int64_t fv_now_ns(void) {
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-uint32_t fv_load(const uint32_t *word) {
-    return atomic_load_explicit(AS_ATOMIC(word), memory_order_acquire);
-}
-
-static void wake_all(uint32_t *word) {
-#ifdef __linux__
-    syscall(SYS_futex, word, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
-#else
-    (void)word;
-#endif
-}
-
 void fv_store(uint32_t *word, uint32_t value) {
     atomic_store_explicit(AS_ATOMIC(word), value, memory_order_release);
 }
 
-void fv_publish(uint32_t *word, uint32_t value) {
-    fv_store(word, value);
-    wake_all(word);
+uint32_t fv_load(const uint32_t *word) {
+    return atomic_load_explicit(AS_ATOMIC(word), memory_order_acquire);
 }
 
 void fv_ring(uint32_t *bell) {
-    atomic_fetch_add_explicit(AS_ATOMIC(bell), 1u, memory_order_acq_rel);
-    wake_all(bell);
-}
-
-/* Sleep until *word may have changed from `seen`, at most until deadline. */
-static void sleep_on(uint32_t *word, uint32_t seen, int64_t deadline_ns) {
-    int64_t left = deadline_ns - fv_now_ns();
-    if (left <= 0) return;
-    if (left > FV_MAX_SLEEP_NS) left = FV_MAX_SLEEP_NS;
+    /* Both operations are sequentially consistent: a sleeper either sees the new
+     * ring count (and does not sleep) or is counted in bell[1] (and is woken). */
+    atomic_fetch_add(AS_ATOMIC(bell), 1u);
+    if (atomic_load(AS_ATOMIC(bell + 1)) == 0) return;
 #ifdef __linux__
-    struct timespec ts = {(time_t)(left / 1000000000LL), (long)(left % 1000000000LL)};
-    syscall(SYS_futex, word, FUTEX_WAIT, seen, &ts, NULL, 0);
-#else
-    /* Portable fallback: short sleeps, growing with nothing but the deadline. */
-    (void)word; (void)seen;
-    struct timespec ts = {0, left < 50000 ? (long)left : 50000L};
-    nanosleep(&ts, NULL);
+    syscall(SYS_futex, bell, FUTEX_WAKE, 0x7fffffff, NULL, NULL, 0);
 #endif
 }
 
-/* Spin while `cond` is false, for at most the spinner's budget; adapt it. */
-#define SPIN_UNTIL(cond, s)                                                       \
-    do {                                                                          \
-        if ((s)->spin_ns > 0) {                                                   \
-            int64_t spin_end = fv_now_ns() + (s)->spin_ns;                        \
-            int iter = 0;                                                         \
-            while (!(cond)) {                                                     \
-                FV_CPU_RELAX();                                                   \
-                if ((++iter & 63) == 0 && fv_now_ns() >= spin_end) break;         \
+/* Sleep until the bell rings past `rung`, at most until the deadline. */
+static void sleep_on(uint32_t *bell, uint32_t rung, int64_t deadline_ns) {
+    int64_t left = deadline_ns - fv_now_ns();
+    if (left <= 0) return;
+    if (left > FV_MAX_SLEEP_NS) left = FV_MAX_SLEEP_NS;
+    atomic_fetch_add(AS_ATOMIC(bell + 1), 1u);
+#ifdef __linux__
+    struct timespec ts = {(time_t)(left / 1000000000LL), (long)(left % 1000000000LL)};
+    syscall(SYS_futex, bell, FUTEX_WAIT, rung, &ts, NULL, 0);
+#else
+    /* Portable fallback: short sleeps until the deadline. */
+    if (atomic_load(AS_ATOMIC(bell)) == rung) {
+        struct timespec ts = {0, left < 50000 ? (long)left : 50000L};
+        nanosleep(&ts, NULL);
+    }
+#endif
+    atomic_fetch_sub(AS_ATOMIC(bell + 1), 1u);
+}
+
+/* Spin while `cond` is false, for at most the spinner's budget, yielding the
+ * core to any runnable process every few dozen checks (so a spinning waiter
+ * never starves the process it waits for on a small machine).  Evaluates to
+ * whether `cond` came true. */
+#define SPIN_UNTIL(cond, s, start)                                                \
+    ({                                                                            \
+        int64_t spin_end_ = (start) + (s)->spin_ns;                               \
+        int iter_ = 0;                                                            \
+        while (!(cond) && (s)->spin_ns > 0) {                                     \
+            FV_CPU_RELAX();                                                       \
+            if ((++iter_ & 63) == 0) {                                            \
+                if (fv_now_ns() >= spin_end_) break;                              \
+                sched_yield();                                                    \
             }                                                                     \
         }                                                                         \
-        if (cond) {                                                               \
-            int64_t grown = (s)->spin_ns * 2 + 1000;                              \
-            (s)->spin_ns = grown < (s)->max_spin_ns ? grown : (s)->max_spin_ns;   \
-        } else {                                                                  \
-            (s)->spin_ns /= 2;                                                    \
-        }                                                                         \
-    } while (0)
+        (cond);                                                                   \
+    })
 
-int fv_wait_change(uint32_t *word, uint32_t old, int64_t deadline_ns, fv_spinner *s) {
-    SPIN_UNTIL(fv_load(word) != old, s);
-    for (;;) {
-        if (fv_load(word) != old) return FV_OK;
-        if (fv_now_ns() >= deadline_ns) return FV_TIMEOUT;
-        sleep_on(word, old, deadline_ns);
+/* Learn from a wait that had to sleep: if it ended within the longest allowed
+ * spin, spin a little longer than it took next time; if it was longer (or timed
+ * out), halve the budget, so waiters that always wait long stop spinning. */
+static void adapt(fv_spinner *s, int64_t waited_ns, int reached) {
+    if (reached && waited_ns <= s->max_spin_ns) {
+        int64_t want = waited_ns + waited_ns / 2;
+        s->spin_ns = want < s->max_spin_ns ? want : s->max_spin_ns;
+    } else {
+        s->spin_ns /= 2;
     }
 }
 
-static int count_ready(uint32_t *words, int n, int stride, const uint32_t *expected,
+int fv_wait_change(const uint32_t *word, uint32_t old, uint32_t *bell, int64_t deadline_ns,
+                   fv_spinner *s) {
+    int64_t start = fv_now_ns();
+    if (SPIN_UNTIL(fv_load(word) != old, s, start)) return FV_OK;
+    for (;;) {
+        /* Read the bell before the word: a ring after this read changes the bell,
+         * so the sleep below returns at once and no wake-up is lost. */
+        uint32_t rung = atomic_load(AS_ATOMIC(bell));
+        int reached = fv_load(word) != old;
+        int64_t now = fv_now_ns();
+        if (reached || now >= deadline_ns) {
+            adapt(s, now - start, reached);
+            return reached ? FV_OK : FV_TIMEOUT;
+        }
+        sleep_on(bell, rung, deadline_ns);
+    }
+}
+
+static int count_ready(const uint32_t *words, int n, int stride, const uint32_t *expected,
                        const uint8_t *active) {
     int ready = 0;
     for (int i = 0; i < n; i++)
@@ -116,16 +131,20 @@ static int count_ready(uint32_t *words, int n, int stride, const uint32_t *expec
     return ready;
 }
 
-int fv_wait_count(uint32_t *words, int n, int stride_words, const uint32_t *expected,
+int fv_wait_count(const uint32_t *words, int n, int stride_words, const uint32_t *expected,
                   const uint8_t *active, int want, uint32_t *bell, int64_t deadline_ns,
                   fv_spinner *s) {
-    SPIN_UNTIL(count_ready(words, n, stride_words, expected, active) >= want, s);
+    int64_t start = fv_now_ns();
+    if (SPIN_UNTIL(count_ready(words, n, stride_words, expected, active) >= want, s, start))
+        return count_ready(words, n, stride_words, expected, active);
     for (;;) {
-        /* Read the bell before counting: a ring after the count changes it, so
-         * the sleep below returns at once and no wake-up is lost. */
-        uint32_t rung = fv_load(bell);
+        uint32_t rung = atomic_load(AS_ATOMIC(bell));
         int ready = count_ready(words, n, stride_words, expected, active);
-        if (ready >= want || fv_now_ns() >= deadline_ns) return ready;
+        int64_t now = fv_now_ns();
+        if (ready >= want || now >= deadline_ns) {
+            adapt(s, now - start, ready >= want);
+            return ready;
+        }
         sleep_on(bell, rung, deadline_ns);
     }
 }

@@ -1,9 +1,12 @@
-/* The step barrier: sequence words in shared memory, C11 atomics + Linux futex.
+/* The step barrier: sequence words and bells in shared memory, C11 atomics + futex.
  *
- * A word is a 32-bit counter that one side publishes (store-release, then wake)
- * and the other side waits on (load-acquire; a short adaptive spin, then sleep
- * in the kernel).  Waits take a deadline and return when it passes, so callers
- * can return to Python in short slices.  No Python.h here.
+ * A sequence word is a 32-bit counter one side stores (release) and the other
+ * waits on (acquire).  Waiters do not sleep on the words themselves but on a
+ * *bell*: two adjacent u32s, a ring counter and a count of sleepers.  Whoever
+ * changes words rings the bell once afterwards; the futex wake syscall is made
+ * only when somebody sleeps.  Waits spin briefly (adaptive, yielding the core),
+ * then sleep, and return at a deadline so callers can come back to Python in
+ * short slices.  No Python.h here.
  */
 #ifndef FV_IPC_SYNC_H
 #define FV_IPC_SYNC_H
@@ -27,27 +30,22 @@ void fv_spinner_init(fv_spinner *s, int64_t max_spin_ns);
 /* Monotonic clock in nanoseconds. */
 int64_t fv_now_ns(void);
 
-/* Store `value` into `word` (release) and wake every waiter on it. */
-void fv_publish(uint32_t *word, uint32_t value);
-
-/* Store `value` into `word` (release) without waking anyone. */
+/* Atomic store (release) and load (acquire) of a word. */
 void fv_store(uint32_t *word, uint32_t value);
-
-/* Atomic load (acquire). */
 uint32_t fv_load(const uint32_t *word);
 
-/* Add one to `bell` (release) and wake every waiter on it.  Workers ring the
- * shared bell after storing their done word, so one sleeping parent hears any. */
+/* Ring `bell` (bell[0] counts rings, bell[1] counts sleepers): wake the sleepers. */
 void fv_ring(uint32_t *bell);
 
-/* Wait until *word != old, or until the monotonic `deadline_ns` passes.
- * Returns FV_OK or FV_TIMEOUT. */
-int fv_wait_change(uint32_t *word, uint32_t old, int64_t deadline_ns, fv_spinner *s);
+/* Wait until *word != old, sleeping on `bell`, or until the monotonic
+ * `deadline_ns` passes.  Returns FV_OK or FV_TIMEOUT. */
+int fv_wait_change(const uint32_t *word, uint32_t old, uint32_t *bell, int64_t deadline_ns,
+                   fv_spinner *s);
 
 /* Wait until at least `want` of the words `words[i * stride_words]` (i in [0, n)
- * with active[i] != 0) equal expected[i], or until `deadline_ns`.  Sleeps on
- * `bell` between checks.  Returns how many have reached their value. */
-int fv_wait_count(uint32_t *words, int n, int stride_words, const uint32_t *expected,
+ * with active[i] != 0) equal expected[i], sleeping on `bell`, or until
+ * `deadline_ns`.  Returns how many have reached their value. */
+int fv_wait_count(const uint32_t *words, int n, int stride_words, const uint32_t *expected,
                   const uint8_t *active, int want, uint32_t *bell, int64_t deadline_ns,
                   fv_spinner *s);
 

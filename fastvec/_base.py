@@ -39,7 +39,7 @@ _MODE_CODES = {
     AutoresetMode.SAME_STEP: Autoreset.SAME_STEP,
     AutoresetMode.DISABLED: Autoreset.DISABLED,
 }
-_warned_spaces: set[str] = set()
+_object_path_warned = False
 
 
 def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
@@ -55,9 +55,9 @@ def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
 
 
 def _warn_object_path(space: spaces.Space) -> None:
-    key = str(space)
-    if key not in _warned_spaces:
-        _warned_spaces.add(key)
+    global _object_path_warned
+    if not _object_path_warned:
+        _object_path_warned = True
         warnings.warn(
             f"observation space {space} has leaves other than Box, Discrete, MultiDiscrete "
             "and MultiBinary; its observations take the slower object path",
@@ -247,6 +247,12 @@ class BatchedVecEnv(VectorEnv):
         if not mask.any():
             raise ValueError("expected options['reset_mask'] to select at least one env")
         return mask
+
+    def __enter__(self) -> BatchedVecEnv:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.close()
 
     def __repr__(self) -> str:
         name = type(self).__name__

@@ -191,12 +191,11 @@ class SubprocVecEnv(BatchedVecEnv):
         for w in workers:
             a, b = self._bounds[w]
             self._workers[w].send((seeds[a:b], options, None if mask is None else mask[a:b]))
-            self._barrier.post(w, Command.RESET)
+        self._barrier.post(workers, Command.RESET)
         return self._merge(self._collect(workers, "a reset"), restart_truncates=False)
 
     def _post_all(self, command: Command) -> None:
-        for w in range(self.num_workers):
-            self._barrier.post(w, command)
+        self._barrier.post(range(self.num_workers), command)
 
     def _collect(self, workers: Sequence[int], what: str) -> dict[int, Any]:
         """Wait for ``workers`` to finish; their replies (None, a message, or an error)."""
@@ -298,7 +297,7 @@ class SubprocVecEnv(BatchedVecEnv):
             raise FastVecError(f"{name}() called while a step is pending; call step_wait()")
         for w in range(self.num_workers):
             self._workers[w].send((name, args_per_worker[w]))
-            self._barrier.post(w, Command.CONTROL)
+        self._post_all(Command.CONTROL)
         replies = self._collect(range(self.num_workers), f"{name}()")
         for reply in replies.values():
             if isinstance(reply, BaseException):
@@ -344,8 +343,7 @@ class SubprocVecEnv(BatchedVecEnv):
         _LIVE.discard(self)
         live = [w for w in self._workers if w.alive]
         if self._shared is not None and hasattr(self, "_barrier"):
-            for worker in live:
-                self._barrier.post(worker.index, Command.CLOSE)
+            self._barrier.post([worker.index for worker in live], Command.CLOSE)
         deadline = time.monotonic() + CLOSE_GRACE_SECONDS
         for worker in self._workers:
             worker.stop(deadline - time.monotonic())
