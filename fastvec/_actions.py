@@ -20,6 +20,7 @@ from fastvec._kernels.stacking import find_out_of_range
 
 __all__ = ["ActionChecker"]
 
+_INT64_MAX = np.iinfo(np.int64).max
 _ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
 
 
@@ -89,15 +90,19 @@ class _LeafCheck:
         if array.dtype.kind not in "iub":
             raise ValueError(f"expected integer {where} for {self.space}, "
                              f"got dtype {array.dtype}")
-        flat = np.ascontiguousarray(array, dtype=np.int64).reshape(self.num_envs, -1)
+        values = array.reshape(self.num_envs, -1)
         low, high = self.bounds
-        found = find_out_of_range(flat, low, high)
+        if array.dtype == np.uint64 and values.size and values.max() > _INT64_MAX:
+            found = tuple(np.argwhere(values > _INT64_MAX)[0])  # would wrap in int64
+        else:
+            values = np.ascontiguousarray(values, dtype=np.int64)
+            found = find_out_of_range(values, low, high)
         if found is not None:
             env, column = found
-            raise ValueError(f"{where} for env {env} is out of range: got {flat[env, column]}, "
+            raise ValueError(f"{where} for env {env} is out of range: got {values[env, column]}, "
                              f"expected values in [{low[column]}, {high[column]}] "
                              f"for {self.space}")
-        return np.array(flat.reshape(self.shape), dtype=self.dtype)  # a fresh copy
+        return np.array(values.reshape(self.shape), dtype=self.dtype)  # a fresh copy
 
 
 def _item(actions: dict, key: str, where: str) -> Any:
