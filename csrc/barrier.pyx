@@ -1,7 +1,7 @@
 """The shared-memory step barrier between the parent and its workers.
 
 Memory (a caller-owned writable buffer, e.g. a region of the shared block):
-a 64-byte line for the *done bell*, one for the *command bell*, then one line
+a 64-byte line for the *done bell* (and the completion-ticket counter), one for the *command bell*, then one line
 per worker holding ``cmd_seq``, ``done_seq``, ``command`` and ``status`` (u32
 each).  The parent ``post``s a command to some workers (writes it, bumps their
 ``cmd_seq``, rings the command bell once); each worker ``wait_command``s, does
@@ -29,6 +29,7 @@ cdef extern from "ipc_sync.h" nogil:
     int64_t fv_now_ns()
     void fv_store(uint32_t *word, uint32_t value)
     uint32_t fv_load(const uint32_t *word)
+    uint32_t fv_fetch_add(uint32_t *word, uint32_t delta)
     void fv_ring(uint32_t *bell)
     int fv_wait_change(const uint32_t *word, uint32_t old, uint32_t *bell,
                        int64_t deadline_ns, fv_spinner *s)
@@ -45,6 +46,8 @@ cdef enum:
     DONE_SEQ = 1
     COMMAND = 2
     STATUS = 3
+    TICKET = 4           # order of completion, from the counter in the done bell's line
+    TICKET_COUNTER = 2   # word index within the done bell's line
 
 
 def barrier_nbytes(int n_workers):
@@ -120,6 +123,14 @@ cdef class Barrier:
         """Whether ``worker`` has finished its last posted command."""
         return fv_load(self.word(worker, DONE_SEQ)) == fv_load(self.word(worker, CMD_SEQ))
 
+    def done_in_order(self, workers):
+        """The workers among ``workers`` that are done, earliest finished first."""
+        done = [w for w in workers if self.is_done(w)]
+        if len(done) < 2:
+            return done
+        first = self.word(done[0], TICKET)[0]
+        return sorted(done, key=lambda w: <int>(<uint32_t>(self.word(w, TICKET)[0] - first)))
+
     def status(self, int worker):
         """The status ``worker`` finished its last command with."""
         return fv_load(self.word(worker, STATUS))
@@ -171,6 +182,7 @@ cdef class Barrier:
 
     def finish(self, int worker, uint32_t status=0):
         """Report the current command of ``worker`` done with ``status``; ring the bell."""
+        fv_store(self.word(worker, TICKET), fv_fetch_add(self.done_bell + TICKET_COUNTER, 1))
         fv_store(self.word(worker, STATUS), status)
         fv_store(self.word(worker, DONE_SEQ), self.last_seen)
         fv_ring(self.done_bell)

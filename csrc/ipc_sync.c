@@ -46,6 +46,10 @@ uint32_t fv_load(const uint32_t *word) {
     return atomic_load_explicit(AS_ATOMIC(word), memory_order_acquire);
 }
 
+uint32_t fv_fetch_add(uint32_t *word, uint32_t delta) {
+    return atomic_fetch_add(AS_ATOMIC(word), delta);
+}
+
 void fv_ring(uint32_t *bell) {
     /* Both operations are sequentially consistent: a sleeper either sees the new
      * ring count (and does not sleep) or is counted in bell[1] (and is woken). */

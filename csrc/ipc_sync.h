@@ -34,6 +34,9 @@ int64_t fv_now_ns(void);
 void fv_store(uint32_t *word, uint32_t value);
 uint32_t fv_load(const uint32_t *word);
 
+/* Atomically add `delta` to `word`; returns the previous value. */
+uint32_t fv_fetch_add(uint32_t *word, uint32_t delta);
+
 /* Ring `bell` (bell[0] counts rings, bell[1] counts sleepers): wake the sleepers. */
 void fv_ring(uint32_t *bell);
 
