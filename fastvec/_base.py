@@ -278,15 +278,29 @@ class _EpisodeStats:
         self.starts[where] = time.perf_counter()
         self.prev_dones[where] = False
 
-    def record(self, env: BatchedVecEnv, infos: dict) -> None:
-        out_r, out_l, out_t = self._out
+    def record(self, env: BatchedVecEnv, infos: dict, index: np.ndarray | None = None) -> None:
+        """Advance the envs of this step (all, or those in ``index``); add finished episodes.
+
+        With ``index``, the batch (and ``infos``) hold exactly those envs, in that order.
+        """
+        where = slice(None) if index is None else index
+        state = [self.prev_dones[where], self.returns[where], self.lengths[where],
+                 self.starts[where]]
+        if index is not None:  # fancy indexing copied: work on the copies, write back below
+            state = [np.ascontiguousarray(part) for part in state]
+        n = len(state[0])
+        out_r, out_l, out_t = (self._out[0][:n], self._out[1][:n], self._out[2][:n])
         finished = update_episode_stats(
-            env._terminations, env._truncations, env._rewards, self.prev_dones, self.returns,
-            self.lengths, self.starts, time.perf_counter(),
+            np.ascontiguousarray(env._terminations[where]),
+            np.ascontiguousarray(env._truncations[where]),
+            np.ascontiguousarray(env._rewards[where]), *state, time.perf_counter(),
             env._mode_code == Autoreset.SAME_STEP, out_r, out_l, out_t)
+        if index is not None:
+            self.prev_dones[index], self.returns[index], self.lengths[index], \
+                self.starts[index] = state
         if finished:
             if "episode" in infos or "_episode" in infos:
                 raise ValueError("an env's info already has the key 'episode' or '_episode'; "
                                  "turn episode_statistics off or rename that key")
             infos["episode"] = {"r": out_r.copy(), "l": out_l.copy(), "t": out_t.copy()}
-            infos["_episode"] = self.prev_dones.copy()
+            infos["_episode"] = state[0].copy()

@@ -22,6 +22,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from fastvec._async import AsyncBatches, check_batch_size
 from fastvec._base import BatchedVecEnv
 from fastvec._kernels.barrier import Barrier, barrier_nbytes
 from fastvec._layout import batch_views, layout_of
@@ -59,7 +60,7 @@ def split_blocks(num_envs: int, num_workers: int) -> list[tuple[int, int]]:
     return bounds
 
 
-class SubprocVecEnv(BatchedVecEnv):
+class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
     """Runs envs in worker processes, several per worker, stepping through shared memory.
 
     Args:
@@ -69,6 +70,8 @@ class SubprocVecEnv(BatchedVecEnv):
         context: ``"fork"``, ``"spawn"`` or ``"forkserver"`` (default: forkserver where
             available, else spawn).
         autoreset_mode, copy, episode_statistics: as in :class:`fastvec.SyncVecEnv`.
+        batch_size: below ``num_envs``, async batches: ``async_reset`` / ``recv`` / ``send``
+            on whole worker blocks (a multiple of ``num_envs // num_workers``).
         timeout: seconds a step, reset or call may take before ``WorkerTimeout``.
         on_worker_failure: ``"raise"`` (a ``WorkerError``) or ``"restart"`` (respawn the
             worker, rebuild and reset its envs; they report ``truncations=True`` and
@@ -82,6 +85,7 @@ class SubprocVecEnv(BatchedVecEnv):
         context: str | None = None,
         autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
         copy: bool = True,
+        batch_size: int | None = None,
         timeout: float | None = None,
         on_worker_failure: str = "raise",
         episode_statistics: bool = False,
@@ -98,6 +102,7 @@ class SubprocVecEnv(BatchedVecEnv):
         if timeout is not None and timeout <= 0:
             raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
         self.num_workers = num_workers
+        self.batch_size = check_batch_size(batch_size, num_envs, num_workers)
         self.timeout = timeout
         self.on_worker_failure = on_worker_failure
         self.context = context or default_context()
@@ -110,6 +115,7 @@ class SubprocVecEnv(BatchedVecEnv):
         _LIVE.add(self)
         try:
             self._start(num_envs, autoreset_mode, copy, episode_statistics)
+            self._init_async()
         except BaseException:
             self._shutdown()
             raise
@@ -173,13 +179,25 @@ class SubprocVecEnv(BatchedVecEnv):
 
     def _start_step(self, actions: Any) -> None:
         self._check_usable()
+        self._check_sync_allowed("step")
+        workers = range(self.num_workers)
+        self._send_actions(workers, actions, self._actions, None)
+        self._barrier.post(workers, Command.STEP)
+
+    def _send_actions(self, workers: Sequence[int], checked: Any, checker: Any,
+                      env_ids: np.ndarray | None) -> None:
+        """Put the checked batch where the workers read it (for ``env_ids``, default all)."""
         if self._action_views is not None:
-            _copy_into(self._action_views, actions)
-        else:
-            per_env = self._actions.split(actions)
-            for w, (a, b) in enumerate(self._bounds):
-                self._workers[w].send(per_env[a:b])
-        self._post_all(Command.STEP)
+            _copy_into(self._action_views, checked, env_ids)
+            return
+        per_env = checker.split(checked)
+        if env_ids is not None:  # into env order, as each worker expects
+            per_env = [per_env[k] for k in np.argsort(env_ids)]
+        start = 0
+        for w in workers:
+            a, b = self._bounds[w]
+            self._workers[w].send(per_env[start:start + b - a])
+            start += b - a
 
     def _finish_step(self) -> list:
         replies = self._collect(range(self.num_workers), "a step")
@@ -187,38 +205,46 @@ class SubprocVecEnv(BatchedVecEnv):
 
     def _run_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> list:
         self._check_usable()
+        self._check_sync_allowed("reset")
         workers = [w for w, (a, b) in enumerate(self._bounds) if mask is None or mask[a:b].any()]
+        self._post_reset(workers, seeds, options, mask)
+        return self._merge(self._collect(workers, "a reset"), restart_truncates=False)
+
+    def _post_reset(self, workers: list[int], seeds: list, options: dict | None,
+                    mask: np.ndarray | None) -> None:
         for w in workers:
             a, b = self._bounds[w]
             self._workers[w].send((seeds[a:b], options, None if mask is None else mask[a:b]))
         self._barrier.post(workers, Command.RESET)
-        return self._merge(self._collect(workers, "a reset"), restart_truncates=False)
 
-    def _post_all(self, command: Command) -> None:
-        self._barrier.post(range(self.num_workers), command)
+    def _collect(self, workers: Sequence[int], what: str, want: int | None = None
+                 ) -> dict[int, Any]:
+        """Wait for ``want`` (default: all) of ``workers`` to finish, earliest first.
 
-    def _collect(self, workers: Sequence[int], what: str) -> dict[int, Any]:
-        """Wait for ``workers`` to finish; their replies (None, a message, or an error)."""
+        Returns their replies: None, a message, or an exception (the worker raised
+        or died).  Anything else that interrupts the wait (a timeout, Ctrl-C)
+        leaves the env unusable, since replies may be left unread.
+        """
         try:
-            return self._wait_replies(list(workers), what)
+            return self._gather(list(workers), what, len(workers) if want is None else want)
         except BaseException as exc:
-            if not isinstance(exc, WorkerError):
+            if self._broken is None:
                 self._broken = f"{type(exc).__name__} while waiting for {what}"
             raise
 
-    def _wait_replies(self, workers: list[int], what: str) -> dict[int, Any]:
+    def _gather(self, waiting: list[int], what: str, want: int) -> dict[int, Any]:
         deadline = time.monotonic() + (self.timeout if self.timeout else float("inf"))
-        waiting, replies = list(workers), {}
-        while waiting:
-            self._barrier.wait(waiting, timeout=SLICE_SECONDS)
-            for w in list(waiting):
-                if self._barrier.is_done(w):
-                    waiting.remove(w)
-                    replies[w] = self._reply(w, deadline, what)
-                elif not self._workers[w].alive:
+        replies: dict[int, Any] = {}
+        while len(replies) < want:
+            self._barrier.wait(waiting, want - len(replies), SLICE_SECONDS)
+            for w in self._barrier.done_in_order(waiting)[: want - len(replies)]:
+                waiting.remove(w)
+                replies[w] = self._reply(w, deadline, what)
+            for w in [w for w in waiting if not self._workers[w].alive]:
+                if len(replies) < want and not self._barrier.is_done(w):
                     waiting.remove(w)
                     replies[w] = self._workers[w].died(what)
-            if waiting and time.monotonic() > deadline:
+            if len(replies) < want and time.monotonic() > deadline:
                 self._broken = f"a worker exceeded the {self.timeout} s timeout"
                 raise WorkerTimeout(f"workers {waiting} did not finish {what} within "
                                     f"timeout={self.timeout} s")
@@ -264,7 +290,7 @@ class SubprocVecEnv(BatchedVecEnv):
         a, b = self._bounds[w]
         self._workers[w].send(([None] * (b - a), None, None))
         self._barrier.post(w, Command.RESET)
-        reply = self._wait_replies([w], "a reset after restart")[w]
+        reply = self._gather([w], "a reset after restart", 1)[w]
         if isinstance(reply, BaseException):
             self._broken = f"worker {w} failed again right after a restart"
             raise reply
@@ -295,9 +321,11 @@ class SubprocVecEnv(BatchedVecEnv):
         self._check_usable()
         if self._pending is not None:
             raise FastVecError(f"{name}() called while a step is pending; call step_wait()")
+        if self._in_flight.any():
+            raise FastVecError(f"{name}() called while envs are in flight; recv() them first")
         for w in range(self.num_workers):
             self._workers[w].send((name, args_per_worker[w]))
-        self._post_all(Command.CONTROL)
+        self._barrier.post(range(self.num_workers), Command.CONTROL)
         replies = self._collect(range(self.num_workers), f"{name}()")
         for reply in replies.values():
             if isinstance(reply, BaseException):
@@ -368,12 +396,15 @@ class RemoteTraceback(Exception):
         return f'\n"""\n{self.text}"""'
 
 
-def _copy_into(views: Any, batch: Any) -> None:
+def _copy_into(views: Any, batch: Any, env_ids: np.ndarray | None = None) -> None:
+    """Copy a checked action batch into the shared action views (rows ``env_ids``)."""
     if isinstance(views, dict):
         for key, view in views.items():
-            _copy_into(view, batch[key])
+            _copy_into(view, batch[key], env_ids)
     elif isinstance(views, tuple):
         for view, part in zip(views, batch):
-            _copy_into(view, part)
-    else:
+            _copy_into(view, part, env_ids)
+    elif env_ids is None:
         np.copyto(views, batch)
+    else:
+        views[env_ids] = batch

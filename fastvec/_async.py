@@ -1,0 +1,189 @@
+"""Async batches for SubprocVecEnv: ``recv`` the first workers done, ``send`` to exactly those.
+
+A batch is made of whole worker blocks.  Each worker is *in flight* (a command
+posted, result not yet received), *held* (result received, waiting for ``send``),
+or neither (never reset).  ``recv`` waits for the first ``batch_size`` envs'
+workers to finish, earliest first, and returns their results with ``env_ids``;
+contiguous blocks come back as views of the shared rows, others are gathered into
+one batch buffer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+
+from fastvec._actions import ActionChecker
+from fastvec._kernels.infos import batch_infos
+from fastvec._kernels.rows import gather_rows
+from fastvec._kernels.stepping import Autoreset
+from fastvec._layout import batch_views
+from fastvec._worker import Command
+from fastvec.errors import AlreadyPendingCallError, FastVecError, NoAsyncCallError
+
+__all__ = ["AsyncBatches", "check_batch_size"]
+
+
+def check_batch_size(batch_size: int | None, num_envs: int, num_workers: int) -> int:
+    """The batch size to use; ValueError saying which values work when it cannot be."""
+    if batch_size is None or batch_size == num_envs:
+        return num_envs
+    if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
+        raise ValueError(f"expected batch_size to be a positive int, got {batch_size!r}")
+    if batch_size > num_envs:
+        raise ValueError(f"expected batch_size <= num_envs = {num_envs}, got {batch_size}")
+    if num_envs % num_workers:
+        workers = [w for w in range(1, num_envs + 1) if num_envs % w == 0]
+        raise ValueError(f"async batches need equal worker blocks: num_envs = {num_envs} is "
+                         f"not divisible by num_workers = {num_workers} (try num_workers in "
+                         f"{workers})")
+    block = num_envs // num_workers
+    if batch_size % block:
+        sizes = list(range(block, num_envs + 1, block))
+        raise ValueError(f"batch_size must be a multiple of num_envs // num_workers = {block} "
+                         f"(batches are whole worker blocks): one of {sizes}, got {batch_size}")
+    return int(batch_size)
+
+
+class AsyncBatches:
+    """``async_reset`` / ``recv`` / ``send``, mixed into ``SubprocVecEnv``."""
+
+    def _init_async(self) -> None:
+        self._in_flight = np.zeros(self.num_workers, dtype=np.bool_)
+        self._held = np.zeros(self.num_workers, dtype=np.bool_)
+        self._block_size = self.num_envs // self.num_workers
+        self._checkers: dict[int, ActionChecker] = {}
+
+    @property
+    def _async_mode(self) -> bool:
+        return self.batch_size < self.num_envs
+
+    def _check_sync_allowed(self, what: str) -> None:
+        if self._async_mode:
+            raise FastVecError(f"{what}() is not available with batch_size={self.batch_size} < "
+                               f"num_envs={self.num_envs}: use async_reset(), recv() and send()")
+        if self._in_flight.any():
+            raise FastVecError(f"{what}() called while envs are in flight from send() or "
+                               "async_reset(); recv() them first")
+
+    def async_reset(self, seed: int | list | None = None, options: dict | None = None) -> None:
+        """Start resetting every env (or those in ``options["reset_mask"]``); ``recv`` the result.
+
+        Envs still in flight are waited for and their results dropped (without a
+        mask); with a mask, the masked envs' workers must not be in flight.
+        """
+        self._check_open()
+        self._check_usable()
+        if self._pending is not None:
+            raise AlreadyPendingCallError("async_reset() called while a step is pending", "step")
+        seeds = self._seeds(seed)
+        mask = None
+        if options is not None and "reset_mask" in options:
+            mask = self._reset_mask(options.pop("reset_mask"))
+        workers = [w for w, (a, b) in enumerate(self._bounds) if mask is None or mask[a:b].any()]
+        if mask is None:
+            self._drain()
+        elif self._in_flight[workers].any():
+            busy = [w for w in workers if self._in_flight[w]]
+            raise ValueError(f"reset_mask selects envs of workers {busy}, which are in flight; "
+                             "recv() them before resetting")
+        for w in workers:
+            a, b = self._bounds[w]
+            self._rewards[a:b] = 0.0
+            self._terminations[a:b] = False
+            self._truncations[a:b] = False
+        self._post_reset(workers, seeds, options, mask)
+        if self._stats is not None:
+            self._stats.reset(mask)
+        self._in_flight[workers] = True
+        self._held[workers] = False
+
+    def _drain(self) -> None:
+        flying = np.flatnonzero(self._in_flight).tolist()
+        if flying:
+            self._collect(flying, "a batch being dropped by async_reset()")
+            self._in_flight[:] = False
+
+    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict, np.ndarray]:
+        """The first ready batch: ``(obs, rewards, terminations, truncations, infos, env_ids)``.
+
+        ``env_ids`` (int64, ascending) names the envs the batch holds, in its order.
+        """
+        self._check_open()
+        self._check_usable()
+        flying = np.flatnonzero(self._in_flight).tolist()
+        if not flying:
+            raise NoAsyncCallError("recv() called with no envs in flight; call async_reset() "
+                                   "or send() first", "recv")
+        want = min(self.batch_size // self._block_size, len(flying))
+        replies = self._collect(flying, "a batch", want)
+        chosen = sorted(replies)
+        self._in_flight[chosen] = False
+        entries = self._merge(replies, restart_truncates=True)
+        self._held[chosen] = True
+        env_ids = np.concatenate([np.arange(*self._bounds[w]) for w in chosen])
+        position = {int(e): k for k, e in enumerate(env_ids)}
+        infos = batch_infos([(position[i], info) for i, info in entries], len(env_ids)) \
+            if entries else {}
+        if self._stats is not None:
+            self._stats.record(self, infos, env_ids)
+        return (self._batch_obs(chosen, env_ids), self._rewards[env_ids],
+                self._terminations[env_ids], self._truncations[env_ids], infos, env_ids)
+
+    def _batch_obs(self, chosen: list[int], env_ids: np.ndarray) -> Any:
+        if self.layout is None:
+            objects = [self._obs_objects[i] for i in env_ids]
+            out = create_empty_array(self.single_observation_space, len(env_ids))
+            return concatenate(self.single_observation_space, objects, out)
+        if chosen == list(range(chosen[0], chosen[-1] + 1)):
+            rows = self._rows[env_ids[0]:env_ids[-1] + 1]
+            return batch_views(self.layout, rows.copy() if self.copy else rows)
+        rows = np.empty((len(env_ids), self._rows.shape[1]), dtype=np.uint8)
+        gather_rows(self._rows, env_ids, rows)
+        return batch_views(self.layout, rows)
+
+    def send(self, actions: Any, env_ids: Any) -> None:
+        """Step exactly the envs ``env_ids`` (whole worker blocks returned by ``recv``)."""
+        self._check_open()
+        self._check_usable()
+        ids = self._check_env_ids(env_ids)
+        checker = self._checkers.get(len(ids))
+        if checker is None:
+            checker = ActionChecker(self.single_action_space,
+                                    batch_space(self.single_action_space, len(ids)), len(ids))
+            self._checkers[len(ids)] = checker
+        checked = checker.check(actions)
+        if self._mode_code == Autoreset.DISABLED and self._needs_reset[ids].any():
+            done = ids[self._needs_reset[ids]].tolist()
+            raise RuntimeError(f"envs {done} ended their episodes and autoreset_mode is "
+                               "DISABLED: reset them with async_reset(options={'reset_mask': "
+                               "mask}) before sending actions")
+        workers = sorted({int(i) // self._block_size for i in ids})
+        self._send_actions(workers, checked, checker, ids)
+        self._barrier.post(workers, Command.STEP)
+        self._held[workers] = False
+        self._in_flight[workers] = True
+
+    def _check_env_ids(self, env_ids: Any) -> np.ndarray:
+        ids = np.asarray(env_ids)
+        if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
+            raise ValueError(f"expected env_ids as a non-empty 1-D integer array, got {env_ids!r}")
+        if ids.min() < 0 or ids.max() >= self.num_envs:
+            raise ValueError(f"env_ids out of range [0, {self.num_envs}): {ids.tolist()}")
+        if len(np.unique(ids)) != len(ids):
+            raise ValueError(f"env_ids repeat an env: {ids.tolist()}")
+        for w in sorted({int(i) // self._block_size for i in ids}):
+            a, b = self._bounds[w]
+            if self._in_flight[w]:
+                raise ValueError(f"envs {a}..{b - 1} (worker {w}) are already in flight; "
+                                 "recv() them before sending to them again")
+            if not self._held[w]:
+                raise ValueError(f"envs {a}..{b - 1} (worker {w}) have not been received; "
+                                 "send() only to env_ids that recv() returned")
+            if np.count_nonzero((ids >= a) & (ids < b)) != b - a:
+                raise ValueError(f"env_ids must name whole worker blocks of {self._block_size} "
+                                 f"envs: worker {w} holds envs {a}..{b - 1}, got "
+                                 f"{ids.tolist()}")
+        return ids.astype(np.int64)
