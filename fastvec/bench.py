@@ -126,7 +126,9 @@ def _step_for(vec: Any, actions: Sequence[np.ndarray], seconds: float) -> tuple[
     return batches, time.perf_counter() - start
 
 
-def measure(system: str, workload: str, seconds: float, warmup: float, seed: int) -> dict:
+def measure(
+    system: str, workload: str, seconds: float, warmup: float, seed: int
+) -> dict[str, float]:
     """Build one system on one workload and time it (the child process's whole job).
 
     ``cpu_seconds`` is this process's CPU time in the window: well under ``seconds``
