@@ -28,7 +28,7 @@ cdef class FieldTable:
     """The leaves of a flat record, as C arrays for the write loop."""
 
     def __init__(self, paths, names, dtypes, shapes, offsets):
-        cdef Py_ssize_t f, d
+        cdef Py_ssize_t field, dim
         self.n_fields = len(paths)
         self.paths = [tuple(p) for p in paths]
         self.names = list(names)
@@ -42,9 +42,9 @@ cdef class FieldTable:
         self.ndims = np.asarray([len(s) for s in self.shapes], dtype=np.intp)
         self.type_nums = np.asarray([d.num for d in self.dtypes], dtype=np.intc)
         self.dims = np.zeros((self.n_fields, max_ndim), dtype=np.intp)
-        for f in range(self.n_fields):
-            for d in range(len(self.shapes[f])):
-                self.dims[f, d] = self.shapes[f][d]
+        for field in range(self.n_fields):
+            for dim in range(len(self.shapes[field])):
+                self.dims[field, dim] = self.shapes[field][dim]
 
     cdef int write(self, object obs, char* row, Py_ssize_t env_index) except -1:
         cdef Py_ssize_t f
