@@ -3,8 +3,9 @@
 The layout (leaf paths, dtypes, shapes, offsets) is computed once in Python by
 ``fastvec._layout``; a :class:`FieldTable` holds it in C arrays.  ``write``
 walks each leaf's path, checks the value against the leaf and copies its bytes.
-A C-contiguous ndarray of the exact dtype and shape (or a Python int for an int64
-scalar leaf) is copied without touching Python; anything else goes through a
+A C-contiguous ndarray of the exact dtype and shape (or, for a scalar leaf, a
+numpy scalar of its type or a Python int for int64) is copied without touching
+Python; anything else goes through a
 slower path that converts what can be converted safely and otherwise raises a
 ``ObservationError`` (a ``ValueError``) naming the env and the leaf (``obs["image"]``).
 """
@@ -33,6 +34,7 @@ cdef class FieldTable:
         self.paths = [tuple(p) for p in paths]
         self.names = list(names)
         self.dtypes = [np.dtype(d) for d in dtypes]
+        self.scalar_types = [d.type for d in self.dtypes]
         self.shapes = [tuple(int(x) for x in s) for s in shapes]
         max_ndim = max([1] + [len(s) for s in self.shapes])
         self.offsets = np.asarray(offsets, dtype=np.intp)
@@ -90,8 +92,12 @@ cdef class FieldTable:
                     return False
             memcpy(dst, cnp.PyArray_DATA(arr), self.nbytes[f])
             return True
-        if (self.ndims[f] == 0 and self.type_nums[f] == cnp.NPY_INT64
-                and PyLong_CheckExact(value)):
+        if self.ndims[f] != 0:
+            return False
+        if type(value) is self.scalar_types[f]:  # a numpy scalar of the leaf's own type
+            cnp.PyArray_ScalarAsCtype(value, dst)
+            return True
+        if self.type_nums[f] == cnp.NPY_INT64 and PyLong_CheckExact(value):
             v = PyLong_AsLongLongAndOverflow(value, &overflow)
             if overflow != 0:
                 return False

@@ -24,7 +24,7 @@ from fastvec._actions import ActionChecker
 from fastvec._kernels.autoreset import update_episode_stats
 from fastvec._kernels.infos import batch_infos
 from fastvec._kernels.stepping import Autoreset, EnvBlock
-from fastvec._layout import Layout, batch_views, layout_of
+from fastvec._layout import Layout, batch_views, copy_tree, layout_of
 from fastvec.errors import (
     AlreadyPendingCallError,
     ClosedEnvError,
@@ -217,7 +217,7 @@ class BatchedVecEnv(VectorEnv):
 
     def _observations(self) -> Any:
         if self.layout is not None:
-            return batch_views(self.layout, self._rows.copy()) if self.copy else self._obs_views
+            return copy_tree(self._obs_views) if self.copy else self._obs_views
         self._obs_out = concatenate(self.single_observation_space, self._obs_objects,
                                     self._obs_out)
         return deepcopy(self._obs_out) if self.copy else self._obs_out

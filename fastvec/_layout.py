@@ -18,7 +18,7 @@ from gymnasium import spaces
 
 from fastvec._kernels.flatten import FieldTable
 
-__all__ = ["Layout", "Leaf", "batch_views", "layout_of", "leaf_name"]
+__all__ = ["Layout", "Leaf", "batch_views", "copy_tree", "layout_of", "leaf_name"]
 
 MIN_ALIGN = 8  # every leaf starts on at least an 8-byte boundary
 
@@ -36,15 +36,7 @@ class Leaf:
     shape: tuple[int, ...]
     offset: int
     nbytes: int
-
-    @property
-    def strides(self) -> tuple[int, ...]:
-        """C-contiguous strides of one env's value."""
-        strides, step = [], self.dtype.itemsize
-        for dim in reversed(self.shape):
-            strides.append(step)
-            step *= dim
-        return tuple(reversed(strides))
+    strides: tuple[int, ...]  # C-contiguous strides of one env's value
 
 
 @dataclass(frozen=True)
@@ -97,7 +89,8 @@ def layout_of(space: spaces.Space) -> Layout | None:
         dtype, shape = spec
         offset = _align(offset, max(MIN_ALIGN, dtype.alignment))
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        leaves.append(Leaf(path, dtype, shape, offset, nbytes))
+        strides = np.empty(shape, dtype).strides
+        leaves.append(Leaf(path, dtype, shape, offset, nbytes, strides))
         return len(leaves) - 1, offset + nbytes
 
     try:
@@ -142,3 +135,12 @@ def batch_views(layout: Layout, rows: np.ndarray) -> Any:
         return tuple(build(child) for child in node[1])
 
     return build(layout.template)
+
+
+def copy_tree(node: Any) -> Any:
+    """A C-contiguous copy of every array in a batched structure (dicts, tuples, arrays)."""
+    if isinstance(node, dict):
+        return {key: copy_tree(value) for key, value in node.items()}
+    if isinstance(node, tuple):
+        return tuple(copy_tree(value) for value in node)
+    return node.copy()

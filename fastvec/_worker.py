@@ -23,7 +23,7 @@ from gymnasium.vector.utils import batch_space, iterate
 
 from fastvec._kernels.barrier import Barrier, set_parent_death_signal
 from fastvec._kernels.stepping import EnvBlock
-from fastvec._layout import batch_views, layout_of
+from fastvec._layout import batch_views, copy_tree, layout_of
 from fastvec._shm import SharedBlock
 from fastvec.errors import ObservationError
 
@@ -123,7 +123,7 @@ class _Server:
     def _actions(self) -> list:
         if self.action_layout is None:
             return self.conn.recv()
-        batch = _copy_tree(self.action_views)
+        batch = copy_tree(self.action_views)
         if isinstance(batch, np.ndarray):
             return list(batch)
         return list(iterate(self.block_action_space, batch))
@@ -166,14 +166,6 @@ class _Server:
         finally:
             self.barrier.finish(self.index, Status.OK)
             self.block.close()
-
-
-def _copy_tree(node: Any) -> Any:
-    if isinstance(node, dict):
-        return {key: _copy_tree(value) for key, value in node.items()}
-    if isinstance(node, tuple):
-        return tuple(_copy_tree(value) for value in node)
-    return node.copy()
 
 
 def _send_error(conn: Any, exc: BaseException, env_index: int | None) -> None:

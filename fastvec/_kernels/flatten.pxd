@@ -1,6 +1,7 @@
 cdef class FieldTable:
     cdef readonly Py_ssize_t n_fields
     cdef readonly list paths, names, dtypes, shapes
+    cdef list scalar_types
     cdef Py_ssize_t[::1] offsets, nbytes, ndims
     cdef int[::1] type_nums
     cdef Py_ssize_t[:, ::1] dims
