@@ -64,6 +64,14 @@ cdef class EnvBlock:
         self.needs_reset = needs_reset
         self.first_index = first_index
 
+    def set_rows(self, unsigned char[:, ::1] rows not None):
+        """Write observations into ``rows`` from now on (same shape as before)."""
+        if self.table is None or rows.shape[0] != self.rows.shape[0] \
+                or rows.shape[1] != self.rows.shape[1]:
+            raise ValueError(f"expected rows of shape ({self.rows.shape[0]}, "
+                             f"{self.rows.shape[1]}) for a block with a record layout")
+        self.rows = rows
+
     cdef inline int _store_obs(self, Py_ssize_t i, object obs) except -1:
         if self.table is None:
             self.obs_objects[i] = obs

@@ -10,6 +10,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastvec._base import BatchedVecEnv
+from fastvec._layout import batch_views
 
 __all__ = ["SyncVecEnv"]
 
@@ -64,8 +65,22 @@ class SyncVecEnv(BatchedVecEnv):
                     first.metadata, first.render_mode, autoreset_mode, copy,
                     episode_statistics)
         self._envs_block = self._block(self.envs)
+        # copy=True with a single array leaf: write each step into a fresh batch buffer
+        # and hand that out, instead of writing one buffer and copying it out.
+        self._fresh_rows = self.copy and self.layout is not None and len(self.layout.leaves) == 1
+
+    def _next_rows(self, keep: bool) -> None:
+        if self._fresh_rows:
+            self._rows = self._rows.copy() if keep else np.empty_like(self._rows)
+            self._envs_block.set_rows(self._rows)
+
+    def _observations(self) -> Any:
+        if self._fresh_rows:
+            return batch_views(self.layout, self._rows)
+        return super()._observations()
 
     def _run_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> list:
+        self._next_rows(keep=mask is not None)
         return self._envs_block.reset(seeds, options, mask)
 
     def _start_step(self, actions: Any) -> None:
@@ -73,6 +88,7 @@ class SyncVecEnv(BatchedVecEnv):
 
     def _finish_step(self) -> list:
         actions, self._actions_per_env = self._actions_per_env, None
+        self._next_rows(keep=False)  # every env writes its row on a step
         return self._envs_block.step(actions)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
