@@ -57,7 +57,7 @@ class ActionChecker:
                 raise ValueError(f"expected {where} as a tuple of {len(space.spaces)} batches, "
                                  f"got {type(actions).__name__}")
             return tuple(self.check(a, sub, f"{where}[{i}]")
-                         for i, (a, sub) in enumerate(zip(actions, space.spaces)))
+                         for i, (a, sub) in enumerate(zip(actions, space.spaces, strict=True)))
         if isinstance(space, _ARRAY_SPACES):
             return _LeafCheck(space, self.num_envs).check(actions, where)
         if len(actions) != self.num_envs:

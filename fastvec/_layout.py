@@ -11,7 +11,7 @@ arrays, tuple of arrays).  Spaces with other leaves have no layout
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 from gymnasium import spaces
@@ -22,9 +22,9 @@ __all__ = ["Layout", "Leaf", "batch_views", "copy_tree", "layout_of", "leaf_name
 
 MIN_ALIGN = 8  # every leaf starts on at least an 8-byte boundary
 
-PathKey = Union[str, int]
+PathKey = str | int
 # A batched-structure template: a leaf index, or ("dict", keys, children), or ("tuple", children).
-Template = Union[int, tuple]
+Template = int | tuple
 
 
 @dataclass(frozen=True)
@@ -131,7 +131,7 @@ def batch_views(layout: Layout, rows: np.ndarray) -> Any:
         if isinstance(node, int):
             return view(layout.leaves[node])
         if node[0] == "dict":
-            return {key: build(child) for key, child in zip(node[1], node[2])}
+            return {key: build(child) for key, child in zip(node[1], node[2], strict=True)}
         return tuple(build(child) for child in node[1])
 
     return build(layout.template)

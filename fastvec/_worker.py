@@ -153,7 +153,7 @@ class _Server:
         return results
 
     def _do_set_attr(self, name: str, values: list) -> None:
-        for env, value in zip(self.envs, values):
+        for env, value in zip(self.envs, values, strict=True):
             env.set_wrapper_attr(name, value)
 
     def _do_render(self) -> list:

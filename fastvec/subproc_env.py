@@ -45,7 +45,7 @@ def _close_all() -> None:
 
 
 def default_context() -> str:
-    """forkserver where available (safe with threads in the trainer), else spawn."""
+    """Forkserver where available (safe with threads in the trainer), else spawn."""
     return "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
 
 
@@ -402,7 +402,7 @@ def _copy_into(views: Any, batch: Any, env_ids: np.ndarray | None = None) -> Non
         for key, view in views.items():
             _copy_into(view, batch[key], env_ids)
     elif isinstance(views, tuple):
-        for view, part in zip(views, batch):
+        for view, part in zip(views, batch, strict=True):
             _copy_into(view, part, env_ids)
     elif env_ids is None:
         np.copyto(views, batch)

@@ -111,7 +111,7 @@ class SyncVecEnv(BatchedVecEnv):
             values = [values] * self.num_envs
         if len(values) != self.num_envs:
             raise ValueError(f"expected {self.num_envs} values (one per env), got {len(values)}")
-        for env, value in zip(self.envs, values):
+        for env, value in zip(self.envs, values, strict=True):
             env.set_wrapper_attr(name, value)
 
     def render(self) -> tuple[Any, ...]:
