@@ -53,6 +53,7 @@ class AsyncBatches:
     def _init_async(self) -> None:
         self._in_flight = np.zeros(self.num_workers, dtype=np.bool_)
         self._held = np.zeros(self.num_workers, dtype=np.bool_)
+        self._resetting = np.zeros(self.num_workers, dtype=np.bool_)  # in flight: a reset
         self._block_size = self.num_envs // self.num_workers
         self._checkers: dict[int, ActionChecker] = {}
 
@@ -98,6 +99,7 @@ class AsyncBatches:
         if self._stats is not None:
             self._stats.reset(mask)
         self._in_flight[workers] = True
+        self._resetting[workers] = True
         self._held[workers] = False
 
     def _drain(self) -> None:
@@ -128,7 +130,8 @@ class AsyncBatches:
         infos = batch_infos([(position[i], info) for i, info in entries], len(env_ids)) \
             if entries else {}
         if self._stats is not None:
-            self._stats.record(self, infos, env_ids)
+            resets = np.repeat(self._resetting[chosen], self._block_size)
+            self._stats.record(self, infos, env_ids, skip=resets)
         return (self._batch_obs(chosen, env_ids), self._rewards[env_ids],
                 self._terminations[env_ids], self._truncations[env_ids], infos, env_ids)
 
@@ -162,9 +165,10 @@ class AsyncBatches:
                                "mask}) before sending actions")
         workers = sorted({int(i) // self._block_size for i in ids})
         self._send_actions(workers, checked, checker, ids)
-        self._barrier.post(workers, Command.STEP)
+        self._post(workers, Command.STEP)
         self._held[workers] = False
         self._in_flight[workers] = True
+        self._resetting[workers] = False
 
     def _check_env_ids(self, env_ids: Any) -> np.ndarray:
         ids = np.asarray(env_ids)

@@ -278,11 +278,16 @@ class _EpisodeStats:
         self.starts[where] = time.perf_counter()
         self.prev_dones[where] = False
 
-    def record(self, env: BatchedVecEnv, infos: dict, index: np.ndarray | None = None) -> None:
+    def record(self, env: BatchedVecEnv, infos: dict, index: np.ndarray | None = None,
+               skip: np.ndarray | None = None) -> None:
         """Advance the envs of this step (all, or those in ``index``); add finished episodes.
 
-        With ``index``, the batch (and ``infos``) hold exactly those envs, in that order.
+        With ``index``, the batch (and ``infos``) hold exactly those envs, in that
+        order; ``skip`` marks batch entries that were resets, not steps (async).
         """
+        if skip is not None and skip.any():
+            batch = len(skip)
+            index = index[~skip]
         where = slice(None) if index is None else index
         state = [self.prev_dones[where], self.returns[where], self.lengths[where],
                  self.starts[where]]
@@ -298,9 +303,18 @@ class _EpisodeStats:
         if index is not None:
             self.prev_dones[index], self.returns[index], self.lengths[index], \
                 self.starts[index] = state
-        if finished:
-            if "episode" in infos or "_episode" in infos:
-                raise ValueError("an env's info already has the key 'episode' or '_episode'; "
-                                 "turn episode_statistics off or rename that key")
-            infos["episode"] = {"r": out_r.copy(), "l": out_l.copy(), "t": out_t.copy()}
-            infos["_episode"] = state[0].copy()
+        if not finished:
+            return
+        if "episode" in infos or "_episode" in infos:
+            raise ValueError("an env's info already has the key 'episode' or '_episode'; "
+                             "turn episode_statistics off or rename that key")
+        episode = {"r": out_r.copy(), "l": out_l.copy(), "t": out_t.copy()}
+        dones = state[0].copy()
+        if skip is not None and skip.any():  # spread over the whole batch, zeros at resets
+            for key, values in episode.items():
+                episode[key] = np.zeros(batch, values.dtype)
+                episode[key][~skip] = values
+            dones = np.zeros(batch, np.bool_)
+            dones[~skip] = state[0]
+        infos["episode"] = episode
+        infos["_episode"] = dones

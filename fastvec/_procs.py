@@ -40,6 +40,11 @@ class WorkerProcess:
         child_conn.close()
 
     @property
+    def sentinel(self) -> int:
+        """A descriptor that becomes readable when the process exits."""
+        return self.process.sentinel
+
+    @property
     def alive(self) -> bool:
         return self.process.exitcode is None
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing as mp
+from multiprocessing.connection import wait as wait_for
 import os
 import time
 import weakref
@@ -90,6 +91,9 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         on_worker_failure: str = "raise",
         episode_statistics: bool = False,
     ) -> None:
+        self._workers: list[WorkerProcess] = []
+        self._shared: SharedBlock | None = None
+        self._broken: str | None = None
         num_envs = len(env_fns)
         if num_envs < 1:
             raise ValueError("expected at least one env function, got none")
@@ -108,10 +112,8 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         self.context = context or default_context()
         self._ctx = mp.get_context(self.context)
         self._bounds = split_blocks(num_envs, num_workers)
+        self._posted_at = np.zeros(num_workers)  # monotonic time of each worker's command
         self._env_fns_bytes = [cloudpickle.dumps(list(env_fns[a:b])) for a, b in self._bounds]
-        self._workers: list[WorkerProcess] = []
-        self._shared: SharedBlock | None = None
-        self._broken: str | None = None
         _LIVE.add(self)
         try:
             self._start(num_envs, autoreset_mode, copy, episode_statistics)
@@ -182,7 +184,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         self._check_sync_allowed("step")
         workers = range(self.num_workers)
         self._send_actions(workers, actions, self._actions, None)
-        self._barrier.post(workers, Command.STEP)
+        self._post(workers, Command.STEP)
 
     def _send_actions(self, workers: Sequence[int], checked: Any, checker: Any,
                       env_ids: np.ndarray | None) -> None:
@@ -215,7 +217,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         for w in workers:
             a, b = self._bounds[w]
             self._workers[w].send((seeds[a:b], options, None if mask is None else mask[a:b]))
-        self._barrier.post(workers, Command.RESET)
+        self._post(workers, Command.RESET)
 
     def _collect(self, workers: Sequence[int], what: str, want: int | None = None
                  ) -> dict[int, Any]:
@@ -234,21 +236,42 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
 
     def _gather(self, waiting: list[int], what: str, want: int) -> dict[int, Any]:
         deadline = time.monotonic() + (self.timeout if self.timeout else float("inf"))
+        timeout = self.timeout if self.timeout else float("inf")
         replies: dict[int, Any] = {}
         while len(replies) < want:
             self._barrier.wait(waiting, want - len(replies), SLICE_SECONDS)
             for w in self._barrier.done_in_order(waiting)[: want - len(replies)]:
                 waiting.remove(w)
                 replies[w] = self._reply(w, deadline, what)
-            for w in [w for w in waiting if not self._workers[w].alive]:
-                if len(replies) < want and not self._barrier.is_done(w):
+            # A worker that died with a command pending is reported now, even when
+            # enough others are ready (unless it would be restarted into a bigger batch).
+            for w in self._dead(waiting):
+                if not self._barrier.is_done(w) and (
+                        len(replies) < want or self.on_worker_failure == "raise"):
                     waiting.remove(w)
                     replies[w] = self._workers[w].died(what)
-            if len(replies) < want and time.monotonic() > deadline:
+            # Late: a command older than the timeout, whether or not the trainer needs
+            # that worker for this batch (async batches would silently drop it).
+            now = time.monotonic()
+            late = [w for w in waiting if now - self._posted_at[w] > timeout
+                    and not self._barrier.is_done(w)]
+            if late:
                 self._broken = f"a worker exceeded the {self.timeout} s timeout"
-                raise WorkerTimeout(f"workers {waiting} did not finish {what} within "
+                raise WorkerTimeout(f"workers {late} did not finish {what} within "
                                     f"timeout={self.timeout} s")
         return replies
+
+    def _post(self, workers: Sequence[int], command: Command) -> None:
+        """Post ``command`` to ``workers``, noting when (for the timeout)."""
+        self._posted_at[list(workers)] = time.monotonic()
+        self._barrier.post(workers, command)
+
+    def _dead(self, workers: list[int]) -> list[int]:
+        """The workers among ``workers`` whose process has exited (one poll for all)."""
+        if not workers:
+            return []
+        ready = set(wait_for([self._workers[w].sentinel for w in workers], timeout=0))
+        return [w for w in workers if self._workers[w].sentinel in ready]
 
     def _reply(self, w: int, deadline: float, what: str) -> Any:
         status = self._barrier.status(w)
@@ -289,7 +312,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         self._attach(w, deadline)
         a, b = self._bounds[w]
         self._workers[w].send(([None] * (b - a), None, None))
-        self._barrier.post(w, Command.RESET)
+        self._post([w], Command.RESET)
         reply = self._gather([w], "a reset after restart", 1)[w]
         if isinstance(reply, BaseException):
             self._broken = f"worker {w} failed again right after a restart"
@@ -325,7 +348,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
             raise FastVecError(f"{name}() called while envs are in flight; recv() them first")
         for w in range(self.num_workers):
             self._workers[w].send((name, args_per_worker[w]))
-        self._barrier.post(range(self.num_workers), Command.CONTROL)
+        self._post(range(self.num_workers), Command.CONTROL)
         replies = self._collect(range(self.num_workers), f"{name}()")
         for reply in replies.values():
             if isinstance(reply, BaseException):

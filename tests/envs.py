@@ -663,3 +663,21 @@ def crashing_fns(num_envs: int, crash_env: int, **kwargs: Any) -> list[Callable[
     return make_fns(
         CrashingEnv, num_envs, per_env={"faulty": faulty}, parent_pid=os.getpid(), **kwargs
     )
+
+
+class JitterEnv(SyntheticEnv):
+    """A synthetic env whose steps sleep for a random, env-dependent time.
+
+    The sleep comes from a generator of its own (seeded by ``env_id``), so the
+    trajectory is the same however the steps interleave in time; envs with a
+    larger ``env_id`` are slower on average, so async batches really interleave.
+    """
+
+    def __init__(self, env_id: int = 0, mean_delay: float = 0.002, **kwargs: Any):
+        super().__init__(env_id=env_id, **kwargs)
+        self._delays = np.random.default_rng(1000 + env_id)
+        self.mean_delay = mean_delay * (1 + env_id % 3)
+
+    def step(self, action):
+        time.sleep(self.mean_delay * float(self._delays.lognormal(0.0, 1.0)) / 1.65)
+        return super().step(action)
