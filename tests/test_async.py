@@ -60,7 +60,7 @@ def leaf_at(obs: Any, k: int) -> Any:
 
 
 def reference_run(env_fn, seed: int, actions: list, mode: AutoresetMode) -> list:
-    """What ``SyncVectorEnv`` gives one env fed ``actions``: per step (obs, r, term, trunc, info)."""
+    """What ``SyncVectorEnv`` gives one env fed ``actions``: (obs, r, term, trunc, info)s."""
     ref = SyncVectorEnv([env_fn], autoreset_mode=mode)
     obs, infos = ref.reset(seed=seed)
     out = [(leaf_at(obs, 0), 0.0, False, False, env_part(infos, 0))]
