@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import atexit
 import multiprocessing as mp
-from multiprocessing.connection import wait as wait_for
 import os
 import time
 import weakref
 from collections.abc import Callable, Sequence
+from multiprocessing.connection import wait as wait_for
 from typing import Any
 
 import cloudpickle
