@@ -3,37 +3,13 @@
 Run: python -m pytest benchmarks/test_micro_infos.py --benchmark-only --benchmark-group-by=group
 """
 
-import importlib
-import importlib.machinery
-import importlib.util
-import pathlib
-
 import gymnasium
 import numpy as np
 import pytest
 
+from fastvec._kernels import infos as kernel
+
 NUM_ENVS = 16
-
-
-def _load_kernel():
-    """The compiled module, even while the package's ``__init__`` cannot import yet."""
-    try:
-        return importlib.import_module("fastvec._kernels.infos")
-    except ImportError:
-        pass
-    kernels = pathlib.Path(__file__).resolve().parents[1] / "fastvec" / "_kernels"
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        if (kernels / f"infos{suffix}").exists():
-            spec = importlib.util.spec_from_file_location(
-                "fastvec._kernels.infos", kernels / f"infos{suffix}"
-            )
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return module
-    raise ImportError("fastvec._kernels.infos is not built")
-
-
-kernel = _load_kernel()
 
 
 class _Reference:

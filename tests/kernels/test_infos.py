@@ -2,9 +2,6 @@
 
 import collections
 import enum
-import importlib.machinery
-import importlib.util
-import pathlib
 import sys
 import warnings
 
@@ -15,26 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-
-def _load_kernel():
-    """The compiled module, even while the package's ``__init__`` cannot import yet."""
-    try:
-        return importlib.import_module("fastvec._kernels.infos")
-    except ImportError:
-        pass
-    kernels = pathlib.Path(__file__).resolve().parents[2] / "fastvec" / "_kernels"
-    for suffix in importlib.machinery.EXTENSION_SUFFIXES:
-        if (kernels / f"infos{suffix}").exists():
-            spec = importlib.util.spec_from_file_location(
-                "fastvec._kernels.infos", kernels / f"infos{suffix}"
-            )
-            module = importlib.util.module_from_spec(spec)
-            spec.loader.exec_module(module)
-            return module
-    raise ImportError("fastvec._kernels.infos is not built")
-
-
-kernel = _load_kernel()
+from fastvec._kernels import infos as kernel
 
 
 class _Reference:
