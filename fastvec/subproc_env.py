@@ -244,12 +244,16 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
                 waiting.remove(w)
                 replies[w] = self._reply(w, deadline, what)
             # A worker that died with a command pending is reported now, even when
-            # enough others are ready (unless it would be restarted into a bigger batch).
+            # enough others are ready (unless it would be restarted into a bigger batch),
+            # and without waiting for the others when it is not to be restarted.
             for w in self._dead(waiting):
                 if not self._barrier.is_done(w) and (
                         len(replies) < want or self.on_worker_failure == "raise"):
                     waiting.remove(w)
                     replies[w] = self._workers[w].died(what)
+                    if self.on_worker_failure == "raise":
+                        self._broken = str(replies[w])
+                        raise replies[w]
             # Late: a command older than the timeout, whether or not the trainer needs
             # that worker for this batch (async batches would silently drop it).
             now = time.monotonic()
