@@ -32,6 +32,7 @@ class WorkerProcess:
 
     def __init__(self, ctx: Any, index: int, env_fns_bytes: bytes) -> None:
         self.index = index
+        self.attached = False  # True once it serves commands through the barrier
         self.conn, child_conn = ctx.Pipe()
         self.process = ctx.Process(
             target=_worker.run, args=(index, env_fns_bytes, child_conn),
@@ -80,6 +81,13 @@ class WorkerProcess:
             return self.conn.recv()
         except (OSError, EOFError):
             raise self.died(what) from None
+
+    def tell_to_stop(self) -> None:
+        """Ask a worker that has not attached yet to exit (it reads its pipe until then)."""
+        try:
+            self.conn.send(("stop",))
+        except (OSError, EOFError):
+            pass  # gone already
 
     def stop(self, grace: float) -> None:
         """Wait ``grace`` seconds for the worker to exit, then terminate, then kill."""

@@ -52,8 +52,10 @@ def run(worker_index: int, env_fns_bytes: bytes, conn: Any) -> None:
     parent = os.getppid()
     for key in [k for k in os.environ if k.startswith(("OMPI_", "PMI_"))]:
         del os.environ[key]  # env fns must not join the trainer's MPI job
+    envs = _build_envs(env_fns_bytes, conn)
+    if envs is None:
+        return
     try:
-        envs = [env_fn() for env_fn in cloudpickle.loads(env_fns_bytes)]
         first = envs[0]
         conn.send(("spaces", first.observation_space, first.action_space,
                    dict(first.metadata), first.render_mode,
@@ -70,6 +72,27 @@ def run(worker_index: int, env_fns_bytes: bytes, conn: Any) -> None:
     server = _Server(worker_index, envs, block, conn, *setup[2:])
     conn.send(("ready",))
     server.serve(parent)
+
+
+def _build_envs(env_fns_bytes: bytes, conn: Any) -> list | None:
+    """This worker's envs, or None once the reason they could not be built is reported.
+
+    An env that fails is named by its index in this worker's block (the parent
+    knows where the block starts).
+    """
+    try:
+        env_fns = cloudpickle.loads(env_fns_bytes)
+    except BaseException as exc:  # noqa: B036 - reported to the parent
+        _send_error(conn, exc, None)
+        return None
+    envs = []
+    for k, env_fn in enumerate(env_fns):
+        try:
+            envs.append(env_fn())
+        except BaseException as exc:  # noqa: B036 - reported to the parent
+            _send_error(conn, exc, k)
+            return None
+    return envs
 
 
 class _Server:

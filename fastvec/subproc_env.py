@@ -144,6 +144,8 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
     def _hello(self, w: int, deadline: float) -> tuple:
         message = self._workers[w].recv(deadline, "start-up")
         if message[0] == "error":
+            if message[1] is not None:  # the worker counts the envs of its block from 0
+                message = (message[0], self._bounds[w][0] + message[1], *message[2:])
             raise self._error(w, message, "building its envs")
         return message[1:]
 
@@ -176,6 +178,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         message = worker.recv(deadline, "start-up")
         if message[0] == "error":
             raise self._error(w, message, "attaching shared memory")
+        worker.attached = True
 
     # -- the step path ---------------------------------------------------------------
 
@@ -399,6 +402,9 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         live = [w for w in self._workers if w.alive]
         if self._shared is not None and hasattr(self, "_barrier"):
             self._barrier.post([worker.index for worker in live], Command.CLOSE)
+        for worker in live:
+            if not worker.attached:  # still starting up, it listens on its pipe
+                worker.tell_to_stop()
         deadline = time.monotonic() + CLOSE_GRACE_SECONDS
         for worker in self._workers:
             worker.stop(deadline - time.monotonic())
