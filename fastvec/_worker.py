@@ -10,6 +10,7 @@ in the status word and sent on the pipe right after the worker reports done.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import signal
 import traceback
@@ -125,8 +126,8 @@ class _Server:
         while True:
             command = self.barrier.wait_command(self.index, POLL_SECONDS)
             if command is None:
-                if os.getppid() != parent:
-                    return  # orphaned: the trainer is gone
+                if _orphaned(parent):
+                    return  # the trainer is gone
                 continue
             if command == Command.CLOSE:
                 self.close()
@@ -189,6 +190,20 @@ class _Server:
         finally:
             self.barrier.finish(self.index, Status.OK)
             self.block.close()
+
+
+def _orphaned(parent_pid: int) -> bool:
+    """Whether the trainer that started this worker is gone.
+
+    With the forkserver start method our parent is the forkserver, which stays up
+    as long as any of its children (this worker included) holds its liveness
+    pipe, so it never goes away by itself; the trainer is then watched through
+    the sentinel multiprocessing gives every process it starts.
+    """
+    if os.getppid() != parent_pid:
+        return True
+    trainer = multiprocessing.parent_process()
+    return trainer is not None and not trainer.is_alive()
 
 
 def _send_error(conn: Any, exc: BaseException, env_index: int | None) -> None:
