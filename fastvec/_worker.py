@@ -119,6 +119,7 @@ class _Server:
         self.block_action_space = batch_space(envs[0].action_space, self.count)
         self.barrier = Barrier(arrays["barrier"], n_workers)
         self.barrier.start_worker(index)
+        self.control_index: int | None = None  # in the block: the env a control runs on
 
     def serve(self, parent: int) -> None:
         handlers = {Command.STEP: self.step, Command.RESET: self.reset,
@@ -136,13 +137,19 @@ class _Server:
                 reply = handlers[Command(command)]()
             except BaseException as exc:  # noqa: B036 - reported to the parent
                 self.barrier.finish(self.index, Status.ERROR)
-                _send_error(self.conn, exc, self.first + self.env_block.current)
+                _send_error(self.conn, exc, self._failed_env(command))
                 continue
             if reply is None:
                 self.barrier.finish(self.index, Status.OK)
             else:
                 self.barrier.finish(self.index, Status.MESSAGE)
                 self.conn.send(reply)
+
+    def _failed_env(self, command: int) -> int | None:
+        """The env (index in the whole vector env) that was running when ``command`` failed."""
+        if command == Command.CONTROL:
+            return None if self.control_index is None else self.first + self.control_index
+        return self.first + self.env_block.current
 
     def _actions(self) -> list:
         if self.action_layout is None:
@@ -166,22 +173,29 @@ class _Server:
         return None
 
     def control(self) -> tuple:
+        self.control_index = None
         name, args = self.conn.recv()
         return ("result", getattr(self, f"_do_{name}")(*args))
 
+    def _each_env(self) -> Any:
+        """The block's envs, noting which one runs (for error reports)."""
+        for k, env in enumerate(self.envs):
+            self.control_index = k
+            yield env
+
     def _do_call(self, name: str, args: tuple, kwargs: dict) -> list:
         results = []
-        for env in self.envs:
+        for env in self._each_env():
             target = env.get_wrapper_attr(name)
             results.append(target(*args, **kwargs) if callable(target) else target)
         return results
 
     def _do_set_attr(self, name: str, values: list) -> None:
-        for env, value in zip(self.envs, values, strict=True):
+        for env, value in zip(self._each_env(), values, strict=True):
             env.set_wrapper_attr(name, value)
 
     def _do_render(self) -> list:
-        return [env.render() for env in self.envs]
+        return [env.render() for env in self._each_env()]
 
     def close(self) -> None:
         try:
