@@ -90,6 +90,8 @@ def _build_envs(env_fns_bytes: bytes, conn: Any) -> list | None:
     for k, env_fn in enumerate(env_fns):
         try:
             envs.append(env_fn())
+        except SystemExit:
+            raise  # as in a step: the process ends with that exit code
         except BaseException as exc:  # noqa: B036 - reported to the parent
             _send_error(conn, exc, k)
             return None
@@ -135,6 +137,8 @@ class _Server:
                 return
             try:
                 reply = handlers[Command(command)]()
+            except SystemExit:
+                raise  # an env ended the process: the parent reports the exit code
             except BaseException as exc:  # noqa: B036 - reported to the parent
                 self.barrier.finish(self.index, Status.ERROR)
                 _send_error(self.conn, exc, self._failed_env(command))
