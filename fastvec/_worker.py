@@ -76,7 +76,7 @@ def run(worker_index: int, env_fns_bytes: bytes, conn: Any) -> None:
 
 
 def _build_envs(env_fns_bytes: bytes, conn: Any) -> list | None:
-    """This worker's envs, or None once the reason they could not be built is reported.
+    """The worker's envs, or None once the reason they could not be built is reported.
 
     An env that fails is named by its index in this worker's block (the parent
     knows where the block starts).
