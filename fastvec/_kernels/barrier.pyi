@@ -1,8 +1,9 @@
 """Typed interface of ``fastvec._kernels.barrier`` (built from ``csrc/barrier.pyx``)."""
 
 from collections.abc import Iterable
-from typing import NoReturn
+from typing import Any, NoReturn
 
+import numpy.typing as npt
 from typing_extensions import Buffer, disjoint_base
 
 def barrier_nbytes(n_workers: int) -> int:
@@ -20,7 +21,9 @@ def __setstate_cython__(self: object, __pyx_state: object) -> NoReturn: ...
 class Barrier:
     """One process's handle on a barrier living in ``memory``."""
 
-    def __init__(self, memory: Buffer, n_workers: int, max_spin_us: float = 300.0) -> None: ...
+    def __init__(
+        self, memory: Buffer | npt.NDArray[Any], n_workers: int, max_spin_us: float = 300.0
+    ) -> None: ...
     @property
     def n_workers(self) -> int: ...
     # parent side
