@@ -3,15 +3,20 @@
 ``--impl`` picks the implementation the tests run against:
 
 - ``fastvec`` (the default): the package itself.
-- ``gymnasium``: Gymnasium's own ``SyncVectorEnv`` in place of ``fastvec.SyncVecEnv``,
-  to check the tests' own logic against the reference; tests marked ``fastvec_only``
-  (features Gymnasium's class does not have) are skipped.
-- ``some.module``: any module with fastvec's public names (``SyncVecEnv``, ``make``,
-  ``tile_images``, ``errors``).
+- ``gymnasium``: Gymnasium's own ``SyncVectorEnv`` in place of ``fastvec.SyncVecEnv``
+  (and ``AsyncVectorEnv`` in place of ``fastvec.SubprocVecEnv``), to check the tests'
+  own logic against the reference; tests marked ``fastvec_only`` (features
+  Gymnasium's classes do not have) are skipped.
+- ``some.module``: any module with fastvec's public names (``SyncVecEnv``,
+  ``SubprocVecEnv``, ``make``, ``tile_images``, ``errors``).
+
+Tests marked ``subprocess`` are checked for leaks afterwards: no live worker
+processes, nothing new in ``/dev/shm`` (see ``tests/leaks.py``).
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import types
 from collections.abc import Callable, Sequence
@@ -19,7 +24,12 @@ from typing import Any
 
 import gymnasium as gym
 import pytest
-from gymnasium.vector import SyncVectorEnv
+from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
+
+from tests import leaks
+
+CHILD_GRACE_SECONDS = 2.0  # for workers that are exiting to be reaped
+SHM_GRACE_SECONDS = 0.5
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,7 +42,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "fastvec_only: tests a feature Gymnasium's SyncVectorEnv does not have"
+        "markers", "fastvec_only: tests a feature Gymnasium's vector envs do not have"
     )
 
 
@@ -56,6 +66,40 @@ def _gymnasium_sync(
     return SyncVectorEnv(env_fns, copy=copy, autoreset_mode=autoreset_mode)
 
 
+def _gymnasium_async(
+    env_fns: Sequence[Callable[[], gym.Env]],
+    num_workers: int | None = None,
+    context: str | None = None,
+    autoreset_mode: Any = gym.vector.AutoresetMode.NEXT_STEP,
+    copy: bool = True,
+    timeout: float | None = None,
+    on_worker_failure: str = "raise",
+    episode_statistics: bool = False,
+    batch_size: int | None = None,
+) -> AsyncVectorEnv:
+    # One process per env: num_workers has no counterpart and is ignored.
+    if episode_statistics or timeout is not None or on_worker_failure != "raise" or (
+            batch_size not in (None, len(env_fns))):
+        pytest.skip("a fastvec-only SubprocVecEnv option; --impl gymnasium")
+    # Gymnasium's shared memory does not hold Text, Graph or Sequence faithfully; without
+    # it, its workers forget a pending NEXT_STEP autoreset on reset (Gymnasium 1.4), so
+    # object-space runs in NEXT_STEP mode differ after a full reset.
+    probe = env_fns[0]()
+    shared = _flat_record_space(probe.observation_space)
+    probe.close()
+    return AsyncVectorEnv(env_fns, shared_memory=shared, copy=copy, context=context,
+                          autoreset_mode=autoreset_mode)
+
+
+def _flat_record_space(space: gym.Space) -> bool:
+    if isinstance(space, gym.spaces.Dict):
+        return all(_flat_record_space(s) for s in space.spaces.values())
+    if isinstance(space, gym.spaces.Tuple):
+        return all(_flat_record_space(s) for s in space.spaces)
+    return isinstance(space, (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete,
+                              gym.spaces.MultiBinary))
+
+
 def _gymnasium_make(env_id, num_envs, backend="sync", vector_kwargs=None, wrappers=None, **kw):
     if backend != "sync":
         raise ValueError(f"backend {backend!r} is not available with --impl gymnasium")
@@ -71,8 +115,8 @@ def impl(pytestconfig: pytest.Config) -> Any:
     name = pytestconfig.getoption("--impl")
     if name == "gymnasium":
         return types.SimpleNamespace(
-            __name__="gymnasium", SyncVecEnv=_gymnasium_sync, make=_gymnasium_make,
-            tile_images=None, errors=None,
+            __name__="gymnasium", SyncVecEnv=_gymnasium_sync, SubprocVecEnv=_gymnasium_async,
+            make=_gymnasium_make, tile_images=None, errors=None,
         )
     return importlib.import_module(name)
 
@@ -92,6 +136,10 @@ class VecEnvs:
     def make(self, env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any) -> Any:
         """A ``SyncVecEnv`` of the implementation under test."""
         return self.track(self._impl.SyncVecEnv(env_fns, **kwargs))
+
+    def make_subproc(self, env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any) -> Any:
+        """A ``SubprocVecEnv`` of the implementation under test."""
+        return self.track(self._impl.SubprocVecEnv(env_fns, **kwargs))
 
     def make_ref(self, env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any) -> SyncVectorEnv:
         """Gymnasium's ``SyncVectorEnv``, the reference."""
@@ -124,6 +172,44 @@ def make_vec(vec_envs: VecEnvs) -> Callable[..., Any]:
 
 
 @pytest.fixture
+def make_subproc(vec_envs: VecEnvs) -> Callable[..., Any]:
+    """``make_subproc(env_fns, **kwargs)``: a ``SubprocVecEnv`` under test, closed after
+    the test."""
+    return vec_envs.make_subproc
+
+
+@pytest.fixture
 def make_ref(vec_envs: VecEnvs) -> Callable[..., SyncVectorEnv]:
     """``make_ref(env_fns, **kwargs)``: Gymnasium's ``SyncVectorEnv``, closed after the test."""
     return vec_envs.make_ref
+
+
+@pytest.fixture(autouse=True)
+def _check_no_leaks(request: pytest.FixtureRequest):
+    """After a test marked ``subprocess``: no live workers, nothing new in /dev/shm.
+
+    Autouse fixtures are set up first and torn down last, so the check runs after
+    every other fixture of the test (``vec_envs`` included) has closed what it
+    made.  Leaked processes are killed once reported, so that the next test
+    starts clean.
+    """
+    if request.node.get_closest_marker("subprocess") is None:
+        yield
+        return
+    children_before = leaks.live_children()
+    shm_before = leaks.shm_entries()
+    yield
+    problems = []
+    left = leaks.wait_no_children(CHILD_GRACE_SECONDS)
+    if left:
+        problems.append(f"live child processes {CHILD_GRACE_SECONDS} s after the test:\n"
+                        f"{leaks.describe(left)}")
+        if children_before:
+            problems.append(f"(already there before the test: {children_before})")
+        leaks.kill_processes(left)
+    gc.collect()  # what only a reference cycle still holds is not a leak
+    new_shm = leaks.wait_shm_released(shm_before, SHM_GRACE_SECONDS)
+    if new_shm:
+        problems.append(f"new entries in {leaks.SHM_DIR}: {sorted(new_shm)}")
+    if problems:
+        pytest.fail("leak check: " + "\n".join(problems), pytrace=False)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import multiprocessing
 import os
 import signal
 import string
@@ -681,3 +682,60 @@ class JitterEnv(SyntheticEnv):
     def step(self, action):
         time.sleep(self.mean_delay * float(self._delays.lognormal(0.0, 1.0)) / 1.65)
         return super().step(action)
+
+
+# ---------------------------------------------------------------------------
+# probing where an env runs
+
+
+class ProbeEnv(CountingEnv):
+    """A counting env with methods that report on the process it runs in, for ``call``.
+
+    With ``close_log`` (a file path), ``close()`` appends ``"<env_id>\\n"`` to that
+    file, so a test can check from outside that every env was closed once.
+    """
+
+    def __init__(self, episode_len: int = 5, env_id: int = 0, close_log: str | None = None):
+        super().__init__(episode_len, env_id)
+        self.close_log = close_log
+
+    def process(self) -> dict[str, Any]:
+        """Pid, parent pid, multiprocessing name and daemon flag of this env's process."""
+        current = multiprocessing.current_process()
+        return {"pid": os.getpid(), "ppid": os.getppid(), "name": current.name,
+                "daemon": current.daemon}
+
+    def environ_with_prefix(self, *prefixes: str) -> dict[str, str]:
+        """The environment variables of this process whose names start with ``prefixes``."""
+        return {k: v for k, v in os.environ.items() if k.startswith(prefixes)}
+
+    def sigint_handler(self) -> Any:
+        """``signal.getsignal(SIGINT)`` in this process."""
+        return signal.getsignal(signal.SIGINT)
+
+    def fail_if(self, env_ids: Sequence[int]) -> int:
+        """Raise :class:`EnvBoom` in the envs named by ``env_ids``; others return env_id."""
+        if self.env_id in env_ids:
+            raise EnvBoom(f"env {self.env_id} raised in a call on purpose")
+        return self.env_id
+
+    def close(self):
+        super().close()
+        if self.close_log is not None:
+            with open(self.close_log, "a") as f:
+                f.write(f"{self.env_id}\n")
+
+
+class AnyActionEnv(CountingEnv):
+    """A counting env with any ``action_space``; keeps the last action and a step count."""
+
+    def __init__(self, action_space: spaces.Space, episode_len: int = 100, env_id: int = 0):
+        super().__init__(episode_len, env_id)
+        self.action_space = action_space
+        self.step_count = 0
+
+    def step(self, action):
+        self.step_count += 1
+        obs, _, terminated, truncated, info = super().step(0)
+        self.last_action = action
+        return obs, 0.0, terminated, truncated, info
