@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import signal
 import time
-from multiprocessing.reduction import send_handle
+from collections.abc import Sequence
+from multiprocessing.reduction import ForkingPickler, send_handle
 from typing import Any
 
 from fastvec import _worker
 from fastvec.errors import WorkerError, WorkerTimeout
 
-__all__ = ["WorkerProcess", "describe_exit"]
+__all__ = ["WorkerProcess", "describe_exit", "send_all"]
 
 SLICE_SECONDS = 0.02  # how often waits return to check liveness and deadlines
 
@@ -62,6 +63,13 @@ class WorkerProcess:
         except (OSError, EOFError):
             raise self.died("a send") from None
 
+    def send_bytes(self, payload: Any) -> None:
+        """Send a message pickled already (see :func:`send_all`)."""
+        try:
+            self.conn.send_bytes(payload)
+        except (OSError, EOFError):
+            raise self.died("a send") from None
+
     def send_fd(self, fd: int) -> None:
         try:
             send_handle(self.conn, fd, self.process.pid)
@@ -106,3 +114,14 @@ class WorkerProcess:
             self.process.kill()
         self.process.join(2.0)
         self.conn.close()
+
+
+def send_all(workers: Sequence[WorkerProcess], messages: Sequence[Any]) -> None:
+    """Send ``messages[k]`` to ``workers[k]``, every message pickled before any is sent.
+
+    A message that cannot be pickled then raises with no pipe written to: a worker
+    given its message while a later one failed would take it for the next request's.
+    """
+    payloads = [ForkingPickler.dumps(message) for message in messages]
+    for worker, payload in zip(workers, payloads, strict=True):
+        worker.send_bytes(payload)

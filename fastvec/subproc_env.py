@@ -27,7 +27,7 @@ from fastvec._async import AsyncBatches, check_batch_size
 from fastvec._base import BatchedVecEnv
 from fastvec._kernels.barrier import Barrier, barrier_nbytes
 from fastvec._layout import batch_views, layout_of
-from fastvec._procs import SLICE_SECONDS, WorkerProcess
+from fastvec._procs import SLICE_SECONDS, WorkerProcess, send_all
 from fastvec._shm import SharedBlock, plan_block
 from fastvec._worker import Command, Status
 from fastvec.errors import FastVecError, ObservationError, WorkerError, WorkerTimeout
@@ -198,11 +198,12 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         per_env = checker.split(checked)
         if env_ids is not None:  # into env order, as each worker expects
             per_env = [per_env[k] for k in np.argsort(env_ids)]
-        start = 0
+        messages, start = [], 0
         for w in workers:
             a, b = self._bounds[w]
-            self._workers[w].send(per_env[start:start + b - a])
+            messages.append(per_env[start:start + b - a])
             start += b - a
+        send_all([self._workers[w] for w in workers], messages)
 
     def _finish_step(self) -> list:
         replies = self._collect(range(self.num_workers), "a step")
@@ -217,9 +218,9 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
 
     def _post_reset(self, workers: list[int], seeds: list, options: dict | None,
                     mask: np.ndarray | None) -> None:
-        for w in workers:
-            a, b = self._bounds[w]
-            self._workers[w].send((seeds[a:b], options, None if mask is None else mask[a:b]))
+        send_all([self._workers[w] for w in workers],
+                 [(seeds[a:b], options, None if mask is None else mask[a:b])
+                  for a, b in (self._bounds[w] for w in workers)])
         self._post(workers, Command.RESET)
 
     def _collect(self, workers: Sequence[int], what: str, want: int | None = None
@@ -353,8 +354,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
             raise FastVecError(f"{name}() called while a step is pending; call step_wait()")
         if self._in_flight.any():
             raise FastVecError(f"{name}() called while envs are in flight; recv() them first")
-        for w in range(self.num_workers):
-            self._workers[w].send((name, args_per_worker[w]))
+        send_all(self._workers, [(name, args) for args in args_per_worker])
         self._post(range(self.num_workers), Command.CONTROL)
         replies = self._collect(range(self.num_workers), f"{name}()")
         for reply in replies.values():
