@@ -13,6 +13,7 @@ import functools
 import gc
 import json
 import os
+import pickle
 import re
 import signal
 import subprocess
@@ -167,6 +168,39 @@ def test_set_attr_with_the_wrong_number_of_values_changes_nothing(make):
     with pytest.raises(ValueError):
         vec.set_attr("label", ["a", "b", "c", "d"])
     assert vec.get_attr("label") == tuple(f"counting-{i}" for i in range(N))
+
+
+def unpicklable(x):
+    return lambda: x  # a closure: multiprocessing's pickler refuses it
+
+
+PICKLING_ERRORS = (pickle.PicklingError, AttributeError, TypeError)  # by Python version
+
+
+# Gymnasium's AsyncVectorEnv gets out of step here too: later calls return the
+# replies to the failed one.
+@pytest.mark.fastvec_only
+def test_set_attr_with_a_value_that_cannot_be_sent_changes_nothing(make):
+    # The last env's value cannot be pickled: no worker may be left with a request
+    # that a later call would then take for its own.
+    vec = make(make_fns(CountingEnv, N, per_env={"episode_len": [4, 5, 6, 7, 8]}))
+    with pytest.raises(PICKLING_ERRORS):
+        vec.set_attr("label", ["a", "b", "c", "d", unpicklable(0)])
+    assert vec.get_attr("label") == tuple(f"counting-{i}" for i in range(N))
+    assert vec.get_attr("episode_len") == (4, 5, 6, 7, 8)
+    vec.set_attr("label", ["a", "b", "c", "d", "e"])
+    assert vec.get_attr("label") == ("a", "b", "c", "d", "e")
+
+
+@pytest.mark.fastvec_only
+def test_reset_with_a_seed_that_cannot_be_sent_changes_nothing(make):
+    vec = make(make_fns(CountingEnv, N))
+    vec.reset(seed=0)
+    with pytest.raises(PICKLING_ERRORS):
+        vec.reset(seed=[10, 11, 12, 13, unpicklable(14)])
+    vec.reset(seed=20)
+    assert vec.get_attr("np_random_seed") == (20, 21, 22, 23, 24)
+    assert vec.get_attr("reset_count") == (2,) * N
 
 
 def test_set_attr_changes_behaviour(make):
