@@ -176,21 +176,25 @@ def test_the_rotation_covers_every_axis_value():
 
 
 @pytest.mark.parametrize(
-    "num_envs, num_workers, case, mode, context",
+    "num_envs, num_workers, case, mode, context, options",
     [
-        (5, 2, "counting", AutoresetMode.DISABLED, "forkserver"),
-        (5, 2, "synthetic_dict", AutoresetMode.SAME_STEP, "fork"),
-        (7, 3, "dict_counting", AutoresetMode.NEXT_STEP, "spawn"),
-        (7, 3, "object_text", AutoresetMode.DISABLED, "forkserver"),
-        (4, 3, "synthetic_tuple", AutoresetMode.NEXT_STEP, "forkserver"),
-        (7, 2, "cartpole", AutoresetMode.SAME_STEP, "fork"),
+        (5, 2, "counting", AutoresetMode.DISABLED, "forkserver", {}),
+        (5, 2, "synthetic_dict", AutoresetMode.SAME_STEP, "fork", {"timeout": 60.0}),
+        (7, 3, "dict_counting", AutoresetMode.NEXT_STEP, "spawn", {}),
+        (7, 3, "object_text", AutoresetMode.DISABLED, "forkserver",
+         {"on_worker_failure": "restart"}),
+        (4, 3, "synthetic_tuple", AutoresetMode.NEXT_STEP, "forkserver", {"timeout": 60.0}),
+        (7, 2, "cartpole", AutoresetMode.SAME_STEP, "fork", {"on_worker_failure": "restart"}),
     ],
-    ids=lambda v: v.value if isinstance(v, AutoresetMode) else str(v),
+    ids=lambda v: v.value if isinstance(v, AutoresetMode) else (
+        "-".join(f"{k}={x}" for k, x in v.items()) or "defaults") if isinstance(v, dict)
+    else str(v),
 )
-def test_parity_with_uneven_worker_blocks(num_envs, num_workers, case, mode, context,
+def test_parity_with_uneven_worker_blocks(num_envs, num_workers, case, mode, context, options,
                                           make_subproc, make_ref):
+    # With a timeout or restarts on, but nothing failing, results are the same.
     check_parity(make_subproc, make_ref, case, mode, True, num_envs=num_envs,
-                 num_workers=num_workers, context=context)
+                 num_workers=num_workers, context=context, **options)
 
 
 @pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
