@@ -294,11 +294,10 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
     def _merge(self, replies: dict[int, Any], restart_truncates: bool) -> list:
         """Entries of all replies in env order; failures raised or repaired."""
         entries: list = []
-        failures = {w: r for w, r in replies.items() if isinstance(r, BaseException)}
-        for exc in failures.values():
+        failures = {w: r for w, r in sorted(replies.items()) if isinstance(r, BaseException)}
+        for exc in failures.values():  # the lowest env's first, whichever finished first
             if isinstance(exc, ObservationError) or self.on_worker_failure == "raise":
-                if isinstance(exc, WorkerError) and exc.exitcode is not None:
-                    self._broken = str(exc)
+                self._note_dead(failures.values())
                 raise exc
         for w in sorted(replies):
             a, b = self._bounds[w]
@@ -357,12 +356,18 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         send_all(self._workers, [(name, args) for args in args_per_worker])
         self._post(range(self.num_workers), Command.CONTROL)
         replies = self._collect(range(self.num_workers), f"{name}()")
-        for reply in replies.values():
-            if isinstance(reply, BaseException):
-                if isinstance(reply, WorkerError) and reply.exitcode is not None:
-                    self._broken = str(reply)
-                raise reply
+        failures = [replies[w] for w in sorted(replies) if isinstance(replies[w], BaseException)]
+        if failures:  # the lowest env's first, whichever finished first
+            self._note_dead(failures)
+            raise failures[0]
         return [replies[w][1] for w in range(self.num_workers)]
+
+    def _note_dead(self, failures: Any) -> None:
+        """Mark this env unusable if any of ``failures`` is a worker that died."""
+        for exc in failures:
+            if isinstance(exc, WorkerError) and exc.exitcode is not None:
+                self._broken = str(exc)
+                return
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call method ``name`` of every env (or read attribute ``name``)."""
