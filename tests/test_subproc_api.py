@@ -37,6 +37,7 @@ from tests.envs import (
     CountingEnv,
     DictCountingEnv,
     ProbeEnv,
+    RaisingEnv,
     RenderEnv,
     SyntheticEnv,
     gym_fns,
@@ -237,6 +238,30 @@ def test_an_env_raising_in_call_is_a_worker_error_naming_it(bad_env, worker, imp
     assert vec.call("fail_if", []) == tuple(range(N))
     _, rewards, *_ = vec.step(np.arange(N) % 4)
     assert_tree_equal(rewards, (np.arange(N) % 4).astype(np.float64), "rewards")
+
+
+@pytest.mark.fastvec_only
+def test_when_envs_of_several_workers_raise_in_call_the_lowest_is_reported(impl, make):
+    # Workers finish in any order; the error must not depend on which came first.
+    vec = make(make_fns(ProbeEnv, N))
+    for _ in range(10):
+        with pytest.raises(impl.errors.WorkerError) as info:
+            vec.call("fail_if", [3, 1])
+        assert info.value.env_index == 1, str(info.value)
+
+
+@pytest.mark.fastvec_only
+def test_when_envs_of_several_workers_raise_in_step_the_lowest_is_reported(impl, make):
+    fns = make_fns(RaisingEnv, N, per_env={"faulty": [False, True, False, True, False]},
+                   raise_at=2)
+    for _ in range(5):
+        vec = make(fns, context="fork")
+        vec.reset(seed=0)
+        vec.step(zeros())
+        with pytest.raises(impl.errors.WorkerError) as info:
+            vec.step(zeros())
+        assert info.value.env_index == 1, str(info.value)
+        vec.close()
 
 
 # ---------------------------------------------------------------------------
