@@ -370,6 +370,27 @@ def test_bad_reset_mask_is_rejected_and_the_env_stays_usable(mask, make):
     assert_obs_equal(obs, np.ones(N, dtype=np.int64))
 
 
+def test_copy_true_returns_fresh_observations(make):
+    vec = make(make_fns(DictCountingEnv, N, episode_len=10), copy=True)
+    first, _ = vec.reset(seed=0)
+    second, *_ = vec.step(zeros())
+    third, *_ = vec.step(zeros())
+    for key in first:
+        assert not np.shares_memory(second[key], third[key]), f'obs["{key}"] shares memory'
+    assert_tree_equal(first["count"], np.zeros(N, dtype=np.int64), 'reset obs["count"]')
+    assert_tree_equal(second["count"], np.ones(N, dtype=np.int64), 'step 1 obs["count"]')
+
+
+@pytest.mark.fastvec_only
+def test_copy_false_returns_views_that_the_next_step_overwrites(make):
+    vec = make(make_fns(DictCountingEnv, N, episode_len=10), copy=False)
+    vec.reset(seed=0)
+    obs, *_ = vec.step(zeros())
+    assert_tree_equal(obs["count"], np.ones(N, dtype=np.int64), 'obs["count"]')
+    vec.step(zeros())
+    assert_tree_equal(obs["count"], np.full(N, 2, dtype=np.int64), 'the earlier obs["count"]')
+
+
 # ---------------------------------------------------------------------------
 # step_async / step_wait
 
@@ -548,25 +569,55 @@ def test_bad_actions_are_value_errors_and_the_env_stays_usable(case, split, make
     assert_obs_equal(obs, np.zeros((num_envs, *space.shape)), "obs after a good step")
 
 
+WORD = gym.spaces.Text(max_length=4, charset="abcdefgh")
+DICT_ACTIONS = {
+    # shared action rows
+    "dict": gym.spaces.Dict({"move": gym.spaces.Discrete(3),
+                             "aim": gym.spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)}),
+    # by the pipe, per env (a Text leaf has no fixed-size record)
+    "dict_with_text": gym.spaces.Dict({"move": gym.spaces.Discrete(3), "word": WORD}),
+}
+
+
+def dict_actions(kind: str, moves: list[int]) -> dict:
+    other = {"aim": np.linspace(-1, 1, 2 * N, dtype=np.float32).reshape(N, 2)} \
+        if kind == "dict" else {"word": ("a", "bb", "ccc", "dddd", "h")}
+    return {"move": np.array(moves), **other}
+
+
 @pytest.mark.fastvec_only
-def test_a_bad_dict_action_is_refused_before_any_worker_sees_it(make):
-    # A composite action space goes to the workers by the pipe, per env: the whole
-    # batch must be checked before the first env's share is sent.
-    space = gym.spaces.Dict({"move": gym.spaces.Discrete(3),
-                             "aim": gym.spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)})
-    vec = make(make_fns(AnyActionEnv, N, action_space=space))
+@pytest.mark.parametrize("kind", list(DICT_ACTIONS))
+def test_a_bad_dict_action_is_refused_before_any_worker_sees_it(kind, make, make_ref):
+    # The whole batch is checked before any env's share goes out.
+    fns = make_fns(AnyActionEnv, N, action_space=DICT_ACTIONS[kind])
+    vec, ref = make(fns), make_ref(fns)
     vec.reset(seed=0)
-    bad = {"move": np.array([0, 1, 2, 0, 7]), "aim": np.zeros((N, 2), dtype=np.float32)}
+    ref.reset(seed=0)
     with pytest.raises(ValueError, match=r"\b4\b"):
-        vec.step(bad)
+        vec.step(dict_actions(kind, [0, 1, 2, 0, 7]))
     assert vec.get_attr("step_count") == (0,) * N
-    good = {"move": np.array([2, 1, 0, 1, 2]), "aim": np.ones((N, 2), dtype=np.float32)}
+    good = dict_actions(kind, [2, 1, 0, 1, 2])
     vec.step(good)
+    ref.step(good)
     assert vec.get_attr("step_count") == (1,) * N
-    received = vec.get_attr("last_action")
-    for i in range(N):
-        assert int(received[i]["move"]) == int(good["move"][i]), f"env {i}: {received[i]}"
-        assert_tree_equal(received[i]["aim"], good["aim"][i], f"aim of env {i}")
+    assert_tree_equal(vec.get_attr("last_action"), ref.get_attr("last_action"),
+                      "the actions the envs got")
+
+
+@pytest.mark.fastvec_only
+def test_text_actions_reach_their_envs_in_order(make, make_ref):
+    fns = make_fns(AnyActionEnv, N, action_space=WORD)
+    vec, ref = make(fns), make_ref(fns)
+    vec.reset(seed=0)
+    ref.reset(seed=0)
+    for t in range(3):
+        actions = tuple("abcdefgh"[(i + t) % 8] * (1 + (i + t) % 4) for i in range(N))
+        vec.step(actions)
+        ref.step(actions)
+        assert vec.get_attr("last_action") == ref.get_attr("last_action") == actions
+    with pytest.raises(ValueError, match=r"\b5\b"):
+        vec.step(("a", "b"))
+    assert vec.get_attr("step_count") == (3,) * N
 
 
 # ---------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode
 from gymnasium.wrappers import vector as vw
 
@@ -195,6 +196,17 @@ def test_parity_with_uneven_worker_blocks(num_envs, num_workers, case, mode, con
     # With a timeout or restarts on, but nothing failing, results are the same.
     check_parity(make_subproc, make_ref, case, mode, True, num_envs=num_envs,
                  num_workers=num_workers, context=context, **options)
+
+
+@pytest.mark.parametrize("copy", [True, False], ids=["copy", "nocopy"])
+def test_parity_with_large_observations(copy, make_subproc, make_ref):
+    # Records of several pages each, and an odd size, so rows straddle pages.
+    space = spaces.Dict({"image": spaces.Box(0, 255, shape=(64, 64, 3), dtype=np.uint8),
+                         "extra": spaces.Box(-1.0, 1.0, shape=(7,), dtype=np.float32)})
+    fns = make_fns(SyntheticEnv, 5, space=space, info_kind="none", max_len=8)
+    vec = make_subproc(fns, copy=copy, num_workers=3)
+    ref = make_ref(fns, copy=copy)
+    assert run_parity(vec, ref, mode=AutoresetMode.NEXT_STEP, copy=copy, steps=40) > 0
 
 
 @pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
