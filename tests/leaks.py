@@ -7,6 +7,10 @@ not ours).  The forkserver itself and the resource tracker are started once and
 live until the interpreter exits; they are not leaks, and ``exclude_forkserver``
 leaves them out.  A zombie (exited, not yet reaped) counts as live: nobody
 waited for it.
+
+``/dev/shm`` is shared by the whole machine and its entries name no owner: the
+check compares before and after, so other programs creating entries meanwhile
+(tests run in parallel processes, say) would be blamed on the test.
 """
 
 from __future__ import annotations
