@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import signal
+import threading
 import time
 from collections.abc import Sequence
 from multiprocessing.reduction import ForkingPickler, send_handle
@@ -35,8 +36,13 @@ class WorkerProcess:
         self.index = index
         self.attached = False  # True once it serves commands through the barrier
         self.conn, child_conn = ctx.Pipe()
+        # Linux sends the parent-death signal when the *thread* that started a process
+        # ends, not the process: ask for it only where that thread lives as long as
+        # the trainer (its main thread, or the forkserver, which is single-threaded).
+        death_signal = (threading.current_thread() is threading.main_thread()
+                        or ctx.get_start_method() == "forkserver")
         self.process = ctx.Process(
-            target=_worker.run, args=(index, env_fns_bytes, child_conn),
+            target=_worker.run, args=(index, env_fns_bytes, child_conn, death_signal),
             name=f"fastvec-worker-{index}", daemon=True)
         self.process.start()
         child_conn.close()

@@ -46,10 +46,11 @@ class Status(IntEnum):
     MESSAGE = 2  # a reply follows on the pipe
 
 
-def run(worker_index: int, env_fns_bytes: bytes, conn: Any) -> None:
+def run(worker_index: int, env_fns_bytes: bytes, conn: Any, death_signal: bool = True) -> None:
     """Entry point of a worker process."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
-    set_parent_death_signal(signal.SIGKILL)
+    if death_signal:  # else the orphan check in serve() notices a dead trainer
+        set_parent_death_signal(signal.SIGKILL)
     parent = os.getppid()
     for key in [k for k in os.environ if k.startswith(("OMPI_", "PMI_"))]:
         del os.environ[key]  # env fns must not join the trainer's MPI job
