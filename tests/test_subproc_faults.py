@@ -319,6 +319,26 @@ def test_death_is_reported_while_other_workers_are_busy(make_subproc, how):
     assert_closes_promptly(envs)
 
 
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_workers_outlive_the_thread_that_started_them(make_subproc, context):
+    """A vector env made in a thread that then ends (a thread pool, a launcher) keeps
+    its workers: Linux's parent-death signal is tied to the starting thread."""
+    made: dict[str, Any] = {}
+
+    def build() -> None:
+        made["envs"] = make_subproc(make_fns(CountingEnv, 4), num_workers=2, context=context)
+
+    builder = threading.Thread(target=build)
+    builder.start()
+    builder.join()
+    envs = made["envs"]
+    time.sleep(0.2)
+    assert [worker.process.exitcode for worker in envs._workers] == [None, None]
+    envs.reset(seed=0)
+    obs, *_ = envs.step(np.array([1, 2, 3, 0]))
+    np.testing.assert_array_equal(obs, [1, 1, 1, 1])
+
+
 # ---------------------------------------------------------------------------
 # timeouts
 
