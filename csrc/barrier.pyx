@@ -113,7 +113,10 @@ cdef class Barrier:
     def post(self, workers, uint32_t command):
         """Give each of ``workers`` (an int or an iterable of ints) ``command``; wake them."""
         cdef uint32_t* seq
-        for w in ((workers,) if isinstance(workers, int) else workers):
+        cdef list targets = [workers] if isinstance(workers, (int, np.integer)) else list(workers)
+        for w in targets:  # check every index before posting to any
+            self.word(w, CMD_SEQ)
+        for w in targets:
             seq = self.word(w, CMD_SEQ)
             self.word(w, COMMAND)[0] = command
             fv_store(seq, fv_load(seq) + 1)

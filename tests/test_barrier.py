@@ -495,8 +495,6 @@ def test_worker_index_out_of_range(call, worker):
         call(barrier, worker)
 
 
-@pytest.mark.xfail(strict=True, reason="post() checks each index as it goes: the workers "
-                   "before a bad index have already been given the command")
 def test_a_post_with_a_bad_index_posts_nothing():
     barrier = Barrier(mmap.mmap(-1, 4096), 3)
     with pytest.raises(IndexError):
