@@ -12,118 +12,75 @@ a loader that raises (its package is absent, say) marks the system unavailable.
 from __future__ import annotations
 
 import argparse
-import datetime
-import functools
 import gc
 import importlib.util
 import json
 import os
-import platform
-import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
-import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from fastvec.bench_envs import WORKLOADS
+from fastvec._bench_report import (
+    BASELINES,
+    Cell,
+    Cells,
+    format_table,
+    loadavg,
+    machine_info,
+    ratio,
+    write_json,
+    write_plot,
+)
+from fastvec._bench_systems import SYSTEMS, Builder, Driver, System, system
+from fastvec.bench_envs import SPIN_RATE_VAR, WORKLOADS, spin_rate
 
-EnvFn = Callable[[], gym.Env[Any, Any]]
-# A builder takes the env makers and returns an object with Gymnasium's vector
-# ``reset(seed=...)``, ``step(actions)`` and ``close()``; an adapter can supply them.
-Builder = Callable[[list[EnvFn]], Any]
+__all__ = [
+    "BASELINES",
+    "SYSTEMS",
+    "Builder",
+    "Cell",
+    "Driver",
+    "System",
+    "format_table",
+    "main",
+    "measure",
+    "ratio",
+    "run",
+    "system",
+    "write_json",
+    "write_plot",
+]
+
 RESULT_MARK = "fastvec-bench-result:"  # prefix of the child's one line of output
-BASELINES = ("plain", "gymnasium-sync")
 ACTION_BATCHES = 256  # pre-generated action batches, cycled through
-
-
-@dataclass(frozen=True)
-class System:
-    """A vector env to measure: ``load()`` imports it and returns a builder."""
-
-    name: str
-    about: str
-    load: Callable[[], Builder]
-
-
-SYSTEMS: dict[str, System] = {}
-
-
-def system(name: str, about: str) -> Callable[[Callable[[], Builder]], Callable[[], Builder]]:
-    """Register a loader under ``name``; the loader may raise if its package is absent."""
-
-    def register(load: Callable[[], Builder]) -> Callable[[], Builder]:
-        SYSTEMS[name] = System(name, about, load)
-        return load
-
-    return register
-
-
-class PlainLoop:
-    """The baseline: a Python for-loop over the envs, resetting each by hand."""
-
-    def __init__(self, env_fns: list[EnvFn]) -> None:
-        self.envs = [fn() for fn in env_fns]
-
-    def reset(self, *, seed: int) -> None:
-        """Reset env ``i`` with ``seed + i``, as the vector envs do."""
-        for i, env in enumerate(self.envs):
-            env.reset(seed=seed + i)
-
-    def step(self, actions: np.ndarray) -> None:
-        """Step every env once with its action; reset the ones that finished."""
-        for i, env in enumerate(self.envs):
-            obs, r, term, trunc, info = env.step(actions[i])
-            if term or trunc:
-                env.reset()
-
-    def close(self) -> None:
-        """Close every env."""
-        for env in self.envs:
-            env.close()
-
-
-@system("plain", "a Python for-loop calling each env's step, resetting finished envs")
-def _load_plain() -> Builder:
-    return PlainLoop
-
-
-@system("gymnasium-sync", "gymnasium.vector.SyncVectorEnv(copy=True)")
-def _load_gymnasium_sync() -> Builder:
-    return functools.partial(gym.vector.SyncVectorEnv, copy=True)
-
-
-@system("fastvec-sync", "fastvec.SyncVecEnv(copy=True)")
-def _load_fastvec_sync() -> Builder:
-    import fastvec
-
-    return functools.partial(fastvec.SyncVecEnv, copy=True)  # type: ignore[attr-defined]
-
-
-@system("fastvec-sync-nocopy", "fastvec.SyncVecEnv(copy=False): observations are views")
-def _load_fastvec_sync_nocopy() -> Builder:
-    import fastvec
-
-    return functools.partial(fastvec.SyncVecEnv, copy=False)  # type: ignore[attr-defined]
 
 
 # ---------------------------------------------------------------- child side
 
 
-def _step_for(vec: Any, actions: Sequence[np.ndarray], seconds: float) -> tuple[int, float]:
-    """Step until ``seconds`` of wall-clock time pass; return (batches, elapsed)."""
-    batches = 0
-    start = time.perf_counter()
+def _step_for(
+    driver: Driver, actions: Sequence[np.ndarray], seconds: float
+) -> tuple[int, list[float], float]:
+    """Step until ``seconds`` of wall-clock time pass.
+
+    Returns (env-steps, the duration of each driver step in seconds, elapsed).
+    One clock read per step serves both the deadline and the step's duration.
+    """
+    steps, n = 0, len(actions)
+    durations: list[float] = []
+    start = last = time.perf_counter()
     deadline = start + seconds
-    while time.perf_counter() < deadline:
-        vec.step(actions[batches % len(actions)])
-        batches += 1
-    return batches, time.perf_counter() - start
+    while last < deadline:
+        steps += driver.step(actions[len(durations) % n])
+        now = time.perf_counter()
+        durations.append(now - last)
+        last = now
+    return steps, durations, last - start
 
 
 def measure(
@@ -131,8 +88,10 @@ def measure(
 ) -> dict[str, float]:
     """Build one system on one workload and time it (the child process's whole job).
 
-    ``cpu_seconds`` is this process's CPU time in the window: well under ``seconds``
-    for an in-process system means other processes took the CPU away.
+    ``cpu_seconds`` is this process's CPU time in the window (worker processes'
+    time is not in it): well under ``seconds`` for an in-process system means other
+    processes took the CPU away.  ``p50_us`` and ``p99_us`` are percentiles of the
+    duration of one driver step: a batched ``step``, or a ``recv`` + ``send``.
     """
     spec = WORKLOADS[workload]
     probe = spec.make_env()
@@ -141,44 +100,26 @@ def measure(
     action_space.seed(seed)
     actions = [action_space.sample() for _ in range(ACTION_BATCHES)]
 
-    vec = SYSTEMS[system].load()([spec.make_env] * spec.num_envs)
+    driver = SYSTEMS[system].load()([spec.make_env] * spec.num_envs)
     try:
-        vec.reset(seed=seed)
-        _step_for(vec, actions, warmup)
+        driver.reset(seed)
+        _step_for(driver, actions, warmup)
         gc.collect()
         cpu_start = time.process_time()
-        batches, elapsed = _step_for(vec, actions, seconds)
+        steps, durations, elapsed = _step_for(driver, actions, seconds)
         cpu = time.process_time() - cpu_start
     finally:
-        vec.close()
-    steps = batches * spec.num_envs
-    return {"env_steps": steps, "seconds": elapsed, "cpu_seconds": cpu, "rate": steps / elapsed}
-
-
-# --------------------------------------------------------------- parent side
-
-
-@dataclass
-class Cell:
-    """One (workload, system): the children's records, or why there are none."""
-
-    workload: str
-    system: str
-    records: list[dict[str, float]] = field(default_factory=list)
-    error: str | None = None
-
-    @property
-    def rates(self) -> list[float]:
-        """Env-steps/s of each repeat, in the order measured."""
-        return [r["rate"] for r in self.records]
-
-    @property
-    def median(self) -> float | None:
-        """Median env-steps/s over the repeats, or None without any."""
-        return statistics.median(self.rates) if self.records and not self.error else None
-
-
-Cells = dict[tuple[str, str], Cell]
+        driver.close()
+    p50, p99 = np.percentile(durations, [50, 99]) * 1e6
+    return {
+        "env_steps": steps,
+        "batches": len(durations),
+        "seconds": elapsed,
+        "cpu_seconds": cpu,
+        "rate": steps / elapsed,
+        "p50_us": float(p50),
+        "p99_us": float(p99),
+    }
 
 
 def _run_child(system: str, workload: str, args: argparse.Namespace) -> dict[str, float]:
@@ -259,120 +200,14 @@ def run(args: argparse.Namespace) -> Cells:
                         cell.records.append(_run_child(name, workload, args))
                     except RuntimeError as exc:
                         cell.error = f"failed: {exc}"
-                    progress.finish(label, cell.error or f"{cell.rates[-1]:,.0f} env-steps/s")
+                    progress.finish(label, cell.error or _outcome(cell.records[-1]))
     finally:
         progress.close()
     return cells
 
 
-def ratio(cells: Cells, cell: Cell, baseline: str) -> float | None:
-    """Median of ``cell`` over the median of ``baseline`` on the same workload."""
-    base = cells.get((cell.workload, baseline))
-    if base is None or base.median is None or cell.median is None:
-        return None
-    return cell.median / base.median
-
-
-def format_table(cells: Cells) -> str:
-    """Workload x system: median env-steps/s, spread ((max - min) / median), ratios."""
-    head = ["workload", "system", "env-steps/s", "spread", *(f"vs {b}" for b in BASELINES)]
-    rows = [head]
-    for cell in cells.values():
-        if cell.median is None:
-            rows.append([cell.workload, cell.system, str(cell.error)])
-            continue
-        spread = (max(cell.rates) - min(cell.rates)) / cell.median
-        ratios = [ratio(cells, cell, b) for b in BASELINES]
-        ratio_text = ["-" if x is None else f"{x:.2f}x" for x in ratios]
-        rows.append(
-            [cell.workload, cell.system, f"{cell.median:,.0f}", f"{spread:.0%}", *ratio_text]
-        )
-    # A row with a note instead of figures runs past the columns after "system".
-    widths = [
-        max(len(r[i]) for r in rows if i < 2 or len(r) == len(head)) for i in range(len(head))
-    ]
-    lines = []
-    for row in rows:
-        left = len(row) < len(head)  # a note: left-aligned
-        cols = [
-            f"{v:<{w}}" if i < 2 or left else f"{v:>{w}}"
-            for i, (v, w) in enumerate(zip(row, widths, strict=False))
-        ]
-        lines.append("  ".join(cols).rstrip())
-    return "\n".join(lines)
-
-
-def machine_info() -> dict[str, Any]:
-    """Where and when this ran: CPUs, versions, date."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            models = [ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name")]
-    except OSError:
-        models = []
-    return {
-        "date": datetime.datetime.now().astimezone().isoformat(timespec="seconds"),
-        "cpu_count": os.cpu_count(),
-        "cpu_model": models[0] if models else platform.processor(),
-        "platform": platform.platform(),
-        "python": platform.python_version(),
-        "numpy": np.__version__,
-        "gymnasium": gym.__version__,
-        "fastvec": getattr(sys.modules.get("fastvec"), "__version__", None),
-    }
-
-
-def _loadavg() -> list[float]:
-    return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else []
-
-
-def write_json(path: str, args: argparse.Namespace, cells: Cells, extra: dict[str, Any]) -> None:
-    """Write settings, machine info, raw per-repeat records, medians and ratios."""
-    results = [
-        {
-            "workload": c.workload,
-            "system": c.system,
-            "num_envs": WORKLOADS[c.workload].num_envs,
-            "repeats": c.records,
-            "median": c.median,
-            "error": c.error,
-            **{f"vs_{b}": ratio(cells, c, b) for b in BASELINES},
-        }
-        for c in cells.values()
-    ]
-    keys = ("workloads", "systems", "repeats", "seconds", "warmup", "seed")
-    settings = {k: getattr(args, k) for k in keys}
-    with open(path, "w") as f:
-        json.dump({**extra, "settings": settings, "results": results}, f, indent=2)
-        f.write("\n")
-
-
-def write_plot(path: str, cells: Cells, workloads: list[str], title: str) -> None:
-    """One bar panel per workload (their scales differ), each bar labelled with its median."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import FuncFormatter
-
-    systems = list(dict.fromkeys(c.system for c in cells.values() if c.median is not None))
-    size = (2.6 * len(workloads) + 2.0, 0.45 * len(systems) + 1.6)
-    fig, axes = plt.subplots(1, len(workloads), figsize=size, sharey=True, squeeze=False)
-    for ax, w in zip(axes[0], workloads, strict=True):
-        bars = [(y, cells[w, s].median or 0.0) for y, s in enumerate(systems) if cells[w, s].median]
-        ax.barh([y for y, _ in bars], [m for _, m in bars], color="tab:blue")
-        for y, m in bars:
-            ax.text(m, y, f" {m / 1000:,.0f}k", va="center", fontsize=8)
-        ax.set_xlim(0, max((m for _, m in bars), default=1.0) * 1.35)
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:,.0f}k"))
-        ax.locator_params(axis="x", nbins=3)
-        ax.set_title(w)
-        ax.set_xlabel("env-steps/s")
-    axes[0][0].set_yticks(range(len(systems)), systems)
-    axes[0][0].invert_yaxis()  # shared: once inverts every panel
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+def _outcome(record: dict[str, float]) -> str:
+    return f"{record['rate']:,.0f} env-steps/s, p99 {record.get('p99_us', 0.0):,.0f} us"
 
 
 def _names(kind: str, known: dict[str, Any]) -> Callable[[str], list[str]]:
@@ -386,21 +221,53 @@ def _names(kind: str, known: dict[str, Any]) -> Callable[[str], list[str]]:
     return parse
 
 
+_EPILOG = """\
+defaults (without --workloads / --systems):
+  quick run, under a minute on 2 cores:
+    workloads  {quick_w}
+    systems    {quick_s}
+  --full adds
+    workloads  {full_w}
+    systems    {full_s}
+  only when named in --systems (many workers, heavy on a small machine):
+    systems    {named_s}
+optional systems whose package is absent are skipped with a note.
+"""
+
+
+def _defaults() -> dict[str, list[str]]:
+    return {
+        "quick_w": [w.name for w in WORKLOADS.values() if w.quick],
+        "full_w": [w.name for w in WORKLOADS.values() if not w.quick],
+        "quick_s": [s.name for s in SYSTEMS.values() if s.tier == "quick"],
+        "full_s": [s.name for s in SYSTEMS.values() if s.tier == "full"],
+        "named_s": [s.name for s in SYSTEMS.values() if s.tier == "named"],
+    }
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     """Parse the command line; ``--child`` is the hidden entry point of one measurement."""
+    tiers = _defaults()
     p = argparse.ArgumentParser(
         prog="python -m fastvec.bench",
-        description="Env-steps per second of vector envs on a few workloads (median of repeats).",
+        description="Env-steps per second of vector envs on a few workloads (median of repeats), "
+        "with the p50 and p99 duration of one batched step.",
+        epilog=_EPILOG.format(**{k: ", ".join(v) for k, v in tiers.items()}),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = p.add_argument
     # fmt: off
-    add("--workloads", type=_names("workloads", WORKLOADS), default=list(WORKLOADS),
-        help=f"comma-separated subset of {','.join(WORKLOADS)} (default: all)")
-    add("--systems", type=_names("systems", SYSTEMS), default=list(SYSTEMS),
-        help=f"comma-separated subset of {','.join(SYSTEMS)} (default: all)")
+    add("--workloads", type=_names("workloads", WORKLOADS),
+        help=f"comma-separated subset of {','.join(WORKLOADS)} "
+             "(default: the quick ones, or all with --full)")
+    add("--systems", type=_names("systems", SYSTEMS),
+        help=f"comma-separated subset of {','.join(SYSTEMS)} "
+             "(default: the quick ones, or all but the named-only ones with --full)")
+    add("--full", action="store_true",
+        help="default to every workload and every system except the named-only ones")
     add("--repeats", type=int, default=3, help="interleaved rounds per workload (default: 3)")
-    add("--seconds", type=float, default=0.4, help="timed window per measurement (default: 0.4)")
-    add("--warmup", type=float, default=0.15, help="untimed seconds before it (default: 0.15)")
+    add("--seconds", type=float, default=0.3, help="timed window per measurement (default: 0.3)")
+    add("--warmup", type=float, default=0.1, help="untimed seconds before it (default: 0.1)")
     add("--seed", type=int, default=0, help="seed of the envs and of the actions (default: 0)")
     add("--json", metavar="PATH", help="write per-repeat figures, medians and machine info")
     add("--plot", metavar="PATH", help="write a PNG bar chart (needs matplotlib)")
@@ -408,6 +275,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     add("--child", nargs=2, metavar=("SYSTEM", "WORKLOAD"), help=argparse.SUPPRESS)
     # fmt: on
     args = p.parse_args(argv)
+    if args.workloads is None:
+        args.workloads = tiers["quick_w"] + (tiers["full_w"] if args.full else [])
+    if args.systems is None:
+        args.systems = tiers["quick_s"] + (tiers["full_s"] if args.full else [])
     if args.repeats < 1 or args.seconds <= 0 or args.warmup < 0:
         p.error("need --repeats >= 1, --seconds > 0 and --warmup >= 0")
     if args.plot and importlib.util.find_spec("matplotlib") is None:
@@ -425,17 +296,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.list:
         for w in WORKLOADS.values():
-            print(f"workload {w.name:<20} {w.num_envs} envs; {w.about}")
+            tier = "quick" if w.quick else "full"
+            print(f"workload {w.name:<20} {tier:<6} {w.num_envs} envs; {w.about}")
         for s in SYSTEMS.values():
-            print(f"system   {s.name:<20} {s.about}")
+            print(f"system   {s.name:<20} {s.tier:<6} {s.about}")
         return 0
 
-    m, load_before = machine_info(), _loadavg()
+    # One calibration of the CPU-burning workloads for every child and their workers,
+    # so that every system burns the same work.
+    os.environ[SPIN_RATE_VAR] = repr(spin_rate())
+    m, load_before = machine_info(), loadavg()
+    m["spin_iterations_per_us"] = spin_rate()
     print(f"{m['date']}  {m['cpu_count']} CPUs ({m['cpu_model']})  python {m['python']}")
     print(f"numpy {m['numpy']}  gymnasium {m['gymnasium']}  {m['platform']}")
     print(f"load average before (1, 5, 15 min): {load_before}")
     cells = run(args)
-    load_after = _loadavg()
+    load_after = loadavg()
     print(f"\nmedian of {args.repeats} x {args.seconds:g} s, a fresh process per measurement")
     print(format_table(cells))
     print(f"\nload average after (1, 5, 15 min): {load_after}")

@@ -3,8 +3,12 @@
 Each env does almost no work per step, so a benchmark over it measures the
 vector env's own overhead for one shape of data: large image observations
 (``AtariLikeEnv``), nested observations (``DictObsEnv``) and per-step infos
-(``InfoEnv``).  All three are deterministic given ``reset(seed=...)``: the seed
-fixes the first observation and the episode length; the actions fix the rest.
+(``InfoEnv``).  ``BusyEnv`` is the opposite: each step burns a seeded,
+lognormally distributed amount of CPU time (``HeavyEnv`` with little spread,
+``JitterEnv`` with a long tail), so a benchmark over it measures how well a
+vector env spreads real work over cores.  All are deterministic given
+``reset(seed=...)``: the seed fixes the first observation, the episode length
+and the step costs; the actions fix the rest.
 
 The state lives in arrays allocated at reset and changed in place by ``step``;
 every call returns a copy, as Gymnasium asks (its ``check_env`` rejects an env
@@ -16,6 +20,8 @@ from __future__ import annotations
 
 import functools
 import math
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,7 +30,19 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-__all__ = ["WORKLOADS", "AtariLikeEnv", "DictObsEnv", "InfoEnv", "Workload"]
+__all__ = [
+    "WORKLOADS",
+    "AtariLikeEnv",
+    "BusyEnv",
+    "DictObsEnv",
+    "HeavyEnv",
+    "InfoEnv",
+    "JitterEnv",
+    "StepCost",
+    "Workload",
+    "burn",
+    "spin_rate",
+]
 
 # Episodes last a seeded number of steps in this range (inclusive), so resets
 # happen every few hundred batched steps in every workload.
@@ -156,6 +174,108 @@ class InfoEnv(_SyntheticEnv):
         }
 
 
+# ----------------------------------------------------------------- CPU-bound envs
+
+# The benchmark parent measures the spin rate once and passes it to every child
+# (and so to their workers) in this variable, so all systems burn the same work.
+SPIN_RATE_VAR = "FASTVEC_BENCH_SPIN_RATE"
+_CALIBRATION_SPINS = 10_000
+_CALIBRATION_ROUNDS = 9
+
+
+def _spin(n: int) -> int:
+    """Integer arithmetic in a Python loop: CPU work that holds its core (and the GIL)."""
+    x = 0
+    for i in range(n):
+        x = (x ^ i) + 1
+    return x
+
+
+@functools.cache
+def spin_rate() -> float:
+    """Loop iterations of ``_spin`` per microsecond in this process (measured once).
+
+    Taken from ``$FASTVEC_BENCH_SPIN_RATE`` when set, else the fastest of a few
+    timed runs (the fastest is the one least disturbed by other processes).
+    """
+    preset = os.environ.get(SPIN_RATE_VAR)
+    if preset:
+        return float(preset)
+    best = math.inf
+    for _ in range(_CALIBRATION_ROUNDS):
+        start = time.perf_counter()
+        _spin(_CALIBRATION_SPINS)
+        best = min(best, time.perf_counter() - start)
+    return _CALIBRATION_SPINS / (best * 1e6)
+
+
+def burn(microseconds: float) -> int:
+    """Keep the CPU busy for about ``microseconds`` (as calibrated by ``spin_rate``)."""
+    return _spin(int(microseconds * spin_rate()))
+
+
+@dataclass(frozen=True)
+class StepCost:
+    """A lognormal step cost in microseconds, given by its mean and the sigma of its log."""
+
+    mean_us: float
+    sigma: float
+
+    @property
+    def mu(self) -> float:
+        """Mean of the log of the cost: the mean of a lognormal is exp(mu + sigma^2 / 2)."""
+        return math.log(self.mean_us) - self.sigma**2 / 2
+
+    def draw(self, rng: np.random.Generator) -> float:
+        """One step's cost, in microseconds."""
+        return float(rng.lognormal(self.mu, self.sigma))
+
+
+class BusyEnv(_SyntheticEnv):
+    """A small Box observation and 2 actions; each step burns CPU for a seeded time.
+
+    The cost of each step is drawn from ``cost`` with the env's seeded generator;
+    the observation never depends on it (nor on the calibration).  Subclasses
+    set ``cost``.
+    """
+
+    cost = StepCost(300.0, 0.1)
+
+    def __init__(self) -> None:
+        self.observation_space = spaces.Box(-1.0, 1.0, (4,), np.float32)
+        self.action_space = spaces.Discrete(2)
+        self.last_cost_us = 0.0
+        spin_rate()  # calibrate now rather than in the first step
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start an episode from a random state (no CPU burnt)."""
+        self._start_episode(seed)
+        self._state = self.np_random.uniform(-1.0, 1.0, 4).astype(np.float32)
+        return self._state.copy(), {}
+
+    def step(self, action: np.int64) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Burn this step's cost, then move one state entry; reward 1 for action 1."""
+        self.last_cost_us = self.cost.draw(self.np_random)
+        burn(self.last_cost_us)
+        done = self._advance()
+        self._state[self._t % 4] = math.sin(self._t + int(action))
+        return self._state.copy(), float(action), done, False, {}
+
+
+class HeavyEnv(BusyEnv):
+    """``BusyEnv`` whose steps cost about 300 us each (lognormal, sigma 0.1)."""
+
+    cost = StepCost(300.0, 0.1)
+
+
+class JitterEnv(BusyEnv):
+    """``BusyEnv`` whose step cost has a long tail: lognormal, mean 300 us, sigma 1.0."""
+
+    cost = StepCost(300.0, 1.0)
+
+
 @dataclass(frozen=True)
 class Workload:
     """A benchmark workload: how to make one env, and how many to batch."""
@@ -164,6 +284,7 @@ class Workload:
     make_env: Callable[[], gym.Env[Any, Any]]
     about: str
     num_envs: int = 16
+    quick: bool = True  # in the default (quick) run
 
 
 # Env makers are module-level classes or partials, so subprocess backends can pickle them.
@@ -183,6 +304,20 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             "info", InfoEnv, "float32 (4,) obs, infos int, float, bool, float32 (3,) per step"
+        ),
+        Workload(
+            "heavy",
+            HeavyEnv,
+            "float32 (4,) obs, Discrete(2); each step burns ~300 us of CPU (lognormal, sigma 0.1)",
+            num_envs=8,
+            quick=False,
+        ),
+        Workload(
+            "jitter",
+            JitterEnv,
+            "float32 (4,) obs, Discrete(2); step CPU cost lognormal, mean 300 us, sigma 1.0",
+            num_envs=8,
+            quick=False,
         ),
     )
 }

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 import subprocess
 import sys
+import time
 import warnings
 from pathlib import Path
 
@@ -14,11 +17,28 @@ import pytest
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env, data_equivalence
 
-from fastvec import bench
-from fastvec.bench_envs import EPISODE_LENGTH, WORKLOADS, AtariLikeEnv, DictObsEnv, InfoEnv
+from fastvec import _bench_systems, bench, bench_envs
+from fastvec.bench_envs import (
+    EPISODE_LENGTH,
+    WORKLOADS,
+    AtariLikeEnv,
+    DictObsEnv,
+    HeavyEnv,
+    InfoEnv,
+    JitterEnv,
+    StepCost,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
-SYNTHETIC = [AtariLikeEnv, DictObsEnv, InfoEnv]
+SYNTHETIC = [AtariLikeEnv, DictObsEnv, InfoEnv, HeavyEnv, JitterEnv]
+NEW_FASTVEC_SYSTEMS = [
+    "fastvec-subproc",
+    "fastvec-async",
+    "fastvec-subproc-w4",
+    "fastvec-async-w4",
+    "fastvec-subproc-w8",
+    "fastvec-async-w8",
+]
 
 
 @pytest.mark.parametrize("env_cls", SYNTHETIC)
@@ -39,6 +59,9 @@ def test_synthetic_spaces() -> None:
     assert dict_space["mode"] == spaces.Discrete(10)
     assert isinstance(DictObsEnv().action_space, spaces.Discrete)
     assert isinstance(InfoEnv().observation_space, spaces.Box)
+    for env_cls in (HeavyEnv, JitterEnv):
+        assert env_cls().observation_space == spaces.Box(-1.0, 1.0, (4,), np.float32)
+        assert env_cls().action_space == spaces.Discrete(2)
 
 
 def _rollout(env: gym.Env, seed: int, steps: int) -> list[tuple]:
@@ -194,3 +217,188 @@ def test_command_smoke(tmp_path: Path) -> None:
         assert r["repeats"][0]["cpu_seconds"] > 0
     assert results["atari", "plain"]["vs_plain"] == 1.0
     assert results["info", "gymnasium-sync"]["vs_gymnasium-sync"] == 1.0
+
+
+# ------------------------------------------------------- CPU-burning workloads
+
+
+def _step_costs(monkeypatch, env_cls: type, seed: int, steps: int) -> np.ndarray:
+    """The cost each step asked to burn (burning replaced by a no-op)."""
+    asked: list[float] = []
+    monkeypatch.setattr(bench_envs, "burn", asked.append)
+    env = env_cls()
+    env.reset(seed=seed)
+    for _ in range(steps):
+        if env.step(np.int64(0))[2]:
+            env.reset()
+    return np.array(asked)
+
+
+@pytest.mark.parametrize(("env_cls", "sigma"), [(JitterEnv, 1.0), (HeavyEnv, 0.1)])
+def test_step_cost_distribution(monkeypatch, env_cls: type, sigma: float) -> None:
+    costs = _step_costs(monkeypatch, env_cls, seed=0, steps=40_000)
+    assert env_cls.cost == StepCost(300.0, sigma)
+    assert costs.mean() == pytest.approx(300.0, rel=0.05)
+    assert np.log(costs).std() == pytest.approx(sigma, rel=0.05)
+    assert np.median(costs) == pytest.approx(300.0 * math.exp(-(sigma**2) / 2), rel=0.05)
+
+
+def test_step_costs_are_seeded_per_env(monkeypatch) -> None:
+    first = _step_costs(monkeypatch, JitterEnv, seed=1, steps=300)
+    again = _step_costs(monkeypatch, JitterEnv, seed=1, steps=300)
+    other = _step_costs(monkeypatch, JitterEnv, seed=2, steps=300)
+    assert np.array_equal(first, again) and not np.array_equal(first, other)
+
+
+def test_burn_takes_roughly_the_asked_time() -> None:
+    # The fastest of several runs is close to the calibrated cost even on a busy machine.
+    best = math.inf
+    for _ in range(20):
+        start = time.perf_counter()
+        bench_envs.burn(300.0)
+        best = min(best, time.perf_counter() - start)
+    assert 100e-6 < best < 3e-3
+
+
+def test_spin_rate_can_be_preset(monkeypatch) -> None:
+    bench_envs.spin_rate.cache_clear()
+    monkeypatch.setenv(bench_envs.SPIN_RATE_VAR, "12.5")
+    try:
+        assert bench_envs.spin_rate() == 12.5
+    finally:
+        bench_envs.spin_rate.cache_clear()
+
+
+# ------------------------------------------------- systems, defaults, latency
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("name", NEW_FASTVEC_SYSTEMS)
+def test_fastvec_subprocess_systems_smoke(name: str) -> None:
+    record = bench.measure(name, "heavy", seconds=0.05, warmup=0.02, seed=0)
+    per_step = 4 if "async" in name else 8  # async: batch_size = num_envs // 2
+    assert record["batches"] > 0 and record["env_steps"] == per_step * record["batches"]
+    assert 0 < record["p50_us"] <= record["p99_us"]
+
+
+@pytest.mark.subprocess
+def test_gymnasium_async_smoke() -> None:
+    record = bench.measure("gymnasium-async", "info", seconds=0.05, warmup=0.0, seed=0)
+    assert record["env_steps"] == 16 * record["batches"] > 0
+
+
+def test_recv_send_driver_sends_each_batch_its_actions() -> None:
+    class FakeAsync:
+        def __init__(self) -> None:
+            self.sent: list[tuple] = []
+
+        def recv(self) -> tuple:
+            return None, None, None, None, {}, np.array([2, 3])
+
+        def send(self, actions: np.ndarray, env_ids: np.ndarray) -> None:
+            self.sent.append((actions.tolist(), env_ids.tolist()))
+
+    fake = FakeAsync()
+    driver = _bench_systems.RecvSendDriver(fake, 4)
+    assert driver.step(np.array([5, 6, 7, 8])) == 2
+    assert fake.sent == [([5, 6], [2, 3])]
+
+
+def test_sb3_driver_seeds_before_reset() -> None:
+    calls: list[tuple] = []
+
+    class FakeSB3:
+        def seed(self, seed: int) -> None:
+            calls.append(("seed", seed))
+
+        def reset(self) -> None:
+            calls.append(("reset",))
+
+    _bench_systems.SB3Driver(FakeSB3(), 2).reset(7)
+    assert calls == [("seed", 7), ("reset",)]
+
+
+OPTIONAL = {
+    "sb3-subproc": "stable_baselines3",
+    "pufferlib-mp": "pufferlib",
+    "pufferlib-async": "pufferlib",
+}
+
+
+@pytest.mark.parametrize("name", list(OPTIONAL))
+def test_an_absent_optional_package_makes_its_system_unavailable(monkeypatch, name) -> None:
+    monkeypatch.setitem(sys.modules, OPTIONAL[name], None)  # import of it now fails
+    reason = bench.unavailable_reason(name)
+    assert reason is not None and reason.startswith("unavailable: ModuleNotFoundError")
+
+    def fake_child(system: str, workload: str, args) -> dict[str, float]:
+        return {"rate": 1.0, "p50_us": 1.0, "p99_us": 2.0}
+
+    monkeypatch.setattr(bench, "_run_child", fake_child)
+    cells = bench.run(bench.parse_args(["--workloads=info", f"--systems=plain,{name}"]))
+    assert cells["info", name].error == reason and cells["info", name].median is None
+    assert cells["info", "plain"].median == 1.0
+    assert "unavailable: ModuleNotFoundError" in bench.format_table(cells)
+
+
+def test_command_with_absent_optional_systems_does_not_crash(tmp_path: Path) -> None:
+    absent = [n for n, module in OPTIONAL.items() if importlib.util.find_spec(module) is None]
+    if not absent:
+        pytest.skip("every optional package is installed here")
+    out = tmp_path / "bench.json"
+    args = ["--workloads=info", f"--systems=plain,{','.join(absent)}", "--repeats=1"]
+    args += ["--seconds=0.02", "--warmup=0", f"--json={out}"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastvec.bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name in absent:
+        assert f"note: skipping {name}: unavailable" in proc.stdout
+    results = {r["system"]: r for r in json.loads(out.read_text())["results"]}
+    assert results["plain"]["median"] > 0 and results["plain"]["p99_us"] > 0
+    assert all(results[n]["error"].startswith("unavailable: ") for n in absent)
+
+
+def test_default_and_full_selections() -> None:
+    quick = bench.parse_args([])
+    assert quick.workloads == ["cartpole", "atari", "dict", "info"]
+    assert quick.systems == [
+        "plain",
+        "gymnasium-sync",
+        "fastvec-sync",
+        "fastvec-subproc",
+        "gymnasium-async",
+    ]
+    full = bench.parse_args(["--full"])
+    assert full.workloads == list(WORKLOADS)
+    assert set(quick.systems) < set(full.systems)
+    assert {"fastvec-async", "fastvec-sync-nocopy", "sb3-subproc"} <= set(full.systems)
+    assert not any(n.endswith(("-w4", "-w8")) for n in full.systems)
+    named = bench.parse_args(["--full", "--systems=fastvec-async-w8"])
+    assert named.systems == ["fastvec-async-w8"] and named.workloads == list(WORKLOADS)
+    assert WORKLOADS["heavy"].num_envs == WORKLOADS["jitter"].num_envs == 8
+
+
+def test_step_for_records_each_step_duration() -> None:
+    class Counting:
+        def step(self, actions: np.ndarray) -> int:
+            return 3
+
+    steps, durations, elapsed = bench._step_for(Counting(), [np.zeros(3)], 0.01)
+    assert steps == 3 * len(durations) and len(durations) > 0
+    assert sum(durations) == pytest.approx(elapsed)
+
+
+def test_table_and_json_show_latency_percentiles(tmp_path: Path) -> None:
+    records = [{"rate": 10.0, "p50_us": p50, "p99_us": 10 * p50} for p50 in (100.0, 300.0, 200.0)]
+    cells = {("info", "plain"): bench.Cell("info", "plain", records)}
+    assert cells["info", "plain"].latency("p50_us") == 200.0
+    table = bench.format_table(cells)
+    assert "p50 us" in table and "p99 us" in table and "2,000" in table
+    bench.write_json(str(tmp_path / "r.json"), bench.parse_args([]), cells, {})
+    result = json.loads((tmp_path / "r.json").read_text())["results"][0]
+    assert result["p50_us"] == 200.0 and result["p99_us"] == 2000.0
