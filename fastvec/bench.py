@@ -232,6 +232,9 @@ defaults (without --workloads / --systems):
   only when named in --systems (many workers, heavy on a small machine):
     systems    {named_s}
 optional systems whose package is absent are skipped with a note.
+heavy and jitter burn CPU by a loop calibrated once per run; set
+FASTVEC_BENCH_SPIN_RATE (loop iterations per us, printed in the JSON) to reuse
+a calibration and compare runs.
 """
 
 
