@@ -32,7 +32,6 @@ from tests import leaks
 from tests.compare import assert_obs_equal, assert_tree_equal, check_attributes, run_parity
 from tests.envs import (
     BAD_OBS_PATH,
-    ActionEchoEnv,
     AnyActionEnv,
     CountingEnv,
     DictCountingEnv,
@@ -44,7 +43,14 @@ from tests.envs import (
     make_fns,
     render_frame,
 )
-from tests.test_sync_api import BAD_ACTIONS, BAD_ENV, BAD_OBS_PARAMS, bad_obs_fns, check_tiling
+from tests.test_sync_api import (
+    BAD_ACTIONS,
+    BAD_ENV,
+    BAD_OBS_PARAMS,
+    bad_obs_fns,
+    check_bad_actions,
+    check_tiling,
+)
 
 pytestmark = pytest.mark.subprocess
 
@@ -551,22 +557,7 @@ BAD_ACTION_PARAMS = [
 @pytest.mark.fastvec_only
 @pytest.mark.parametrize("case, split", BAD_ACTION_PARAMS)
 def test_bad_actions_are_value_errors_and_the_env_stays_usable(case, split, make):
-    space, num_envs, actions, patterns = BAD_ACTIONS[case]
-    vec = make(make_fns(ActionEchoEnv, num_envs, action_space=space))
-    vec.reset(seed=0)
-    with pytest.raises(ValueError) as info:
-        if split:
-            vec.step_async(actions)
-        else:
-            vec.step(actions)
-    message = str(info.value)
-    for pattern in patterns:
-        assert re.search(pattern, message), f"message {message!r} does not match {pattern!r}"
-    assert vec.get_attr("step_count") == (0,) * num_envs, "an env was stepped"
-    # Nothing of the bad batch was left behind for a worker: a good step gives zeros.
-    obs, *_ = vec.step(good_actions(space, num_envs))
-    assert vec.get_attr("step_count") == (1,) * num_envs
-    assert_obs_equal(obs, np.zeros((num_envs, *space.shape)), "obs after a good step")
+    check_bad_actions(case, split, make)
 
 
 WORD = gym.spaces.Text(max_length=4, charset="abcdefgh")
