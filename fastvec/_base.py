@@ -43,15 +43,16 @@ _object_path_warned = False
 
 
 def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
-    """``AutoresetMode`` from the enum or its value (``"NextStep"``), else ValueError."""
+    """``AutoresetMode`` from the enum, its value (``"NextStep"``) or name (``"next_step"``)."""
     if isinstance(mode, AutoresetMode):
         return mode
-    try:
-        return AutoresetMode(mode)
-    except ValueError:
-        names = [m.value for m in AutoresetMode]
-        raise ValueError(f"expected autoreset_mode to be an AutoresetMode or one of {names}, "
-                         f"got {mode!r}") from None
+    key = mode.replace("_", "").lower() if isinstance(mode, str) else None
+    for candidate in AutoresetMode:
+        if key in (candidate.value.lower(), candidate.name.replace("_", "").lower()):
+            return candidate
+    names = [m.value for m in AutoresetMode]
+    raise ValueError(f"expected autoreset_mode to be an AutoresetMode or one of {names} "
+                     f"(or 'next_step', 'same_step', 'disabled'), got {mode!r}")
 
 
 def _warn_object_path(space: spaces.Space) -> None:

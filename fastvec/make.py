@@ -2,61 +2,107 @@
 
 from __future__ import annotations
 
+import copy
 import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
+from gymnasium.envs.registration import EnvSpec, VectorizeMode
 
 __all__ = ["make"]
 
 BACKENDS = ("sync", "subproc")
+# Gymnasium's ``vectorization_mode`` names, so ``gym.make_vec`` arguments carry over.
+_ALIASES = {VectorizeMode.SYNC.value: "sync", VectorizeMode.ASYNC.value: "subproc"}
 
 
 def make(
-    env_id: str | gym.envs.registration.EnvSpec | Callable[..., gym.Env],
+    env_id: str | EnvSpec | Callable[..., gym.Env],
     num_envs: int = 1,
-    backend: str = "sync",
+    backend: str | VectorizeMode = "sync",
     vector_kwargs: dict[str, Any] | None = None,
     wrappers: Sequence[Callable[[gym.Env], gym.Env]] | None = None,
     **env_kwargs: Any,
 ) -> gym.vector.VectorEnv:
     """Make ``num_envs`` copies of an env as one fastvec vector env.
 
-    Like ``gymnasium.make_vec``: ``env_kwargs`` go to each env (``gymnasium.make``
-    or the callable), ``wrappers`` wrap each env in order, ``vector_kwargs`` go to
-    the vector env class of ``backend``.
+    Mirrors ``gymnasium.make_vec``, so switching is one name:
+    ``gym.make_vec("CartPole-v1", 8, vectorization_mode="async")`` becomes
+    ``fastvec.make("CartPole-v1", 8, backend="subproc")``.
+
+    Args:
+        env_id: A registered id (``"CartPole-v1"``), an ``EnvSpec``, or a callable
+            returning a ``gymnasium.Env`` (called with ``env_kwargs``).
+        num_envs: How many copies to run.
+        backend: ``"sync"`` (``SyncVecEnv``, in this process) or ``"subproc"``
+            (``SubprocVecEnv``, worker processes). Gymnasium's mode names are
+            accepted too: ``"async"`` means ``"subproc"``.
+        vector_kwargs: Keyword arguments for the vector env class, e.g.
+            ``{"num_workers": 2, "autoreset_mode": "same_step"}``.
+        wrappers: Wrappers applied to each env, in order (``wrapper(env)``).
+        **env_kwargs: Keyword arguments for each env (``gymnasium.make`` or the
+            callable), e.g. ``max_episode_steps=200`` or ``render_mode="rgb_array"``.
+
+    Returns:
+        A ``gymnasium.vector.VectorEnv``; for an id, its ``spec`` records the env
+        kwargs and ``num_envs`` as ``gymnasium.make_vec`` does.
+
+    Raises:
+        ValueError: ``num_envs`` is not a positive int or ``backend`` is unknown.
+        gymnasium.error.Error: The id is not registered.
 
     Example:
         >>> import fastvec
-        >>> envs = fastvec.make("CartPole-v1", num_envs=3)
-        >>> envs.num_envs
-        3
+        >>> envs = fastvec.make("CartPole-v1", num_envs=3, max_episode_steps=50)
+        >>> envs.num_envs, envs.spec.kwargs["max_episode_steps"]
+        (3, 50)
         >>> envs.close()
     """
-    if not isinstance(num_envs, int) or num_envs < 1:
+    if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"expected num_envs to be a positive int, got {num_envs!r}")
+    backend_name = _backend_name(backend)
+    spec = None
+    if isinstance(env_id, (str, EnvSpec)):
+        spec = gym.spec(env_id) if isinstance(env_id, str) else env_id
+    elif not callable(env_id):
+        raise TypeError(
+            f"expected env_id to be a registered id, an EnvSpec or a callable, got {env_id!r}"
+        )
     env_fn = functools.partial(_make_one, env_id, tuple(wrappers or ()), env_kwargs)
     env_fns = [env_fn] * num_envs
-    vector_kwargs = dict(vector_kwargs or {})
-    if backend == "sync":
+    if backend_name == "sync":
         from fastvec.sync_env import SyncVecEnv
 
-        envs = SyncVecEnv(env_fns, **vector_kwargs)
-    elif backend == "subproc":
+        envs: gym.vector.VectorEnv = SyncVecEnv(env_fns, **(vector_kwargs or {}))
+    else:
         from fastvec.subproc_env import SubprocVecEnv
 
-        envs = SubprocVecEnv(env_fns, **vector_kwargs)
-    else:
-        raise ValueError(f"expected backend to be one of {BACKENDS}, got {backend!r}")
-    if isinstance(env_id, (str, gym.envs.registration.EnvSpec)):
-        spec = gym.spec(env_id) if isinstance(env_id, str) else env_id
-        envs.spec = spec.copy() if hasattr(spec, "copy") else spec
+        envs = SubprocVecEnv(env_fns, **(vector_kwargs or {}))
+    if spec is not None:
+        envs.spec = copy.deepcopy(spec)
+        envs.spec.kwargs = {**spec.kwargs, **env_kwargs}
+        if num_envs != 1:
+            envs.spec.kwargs["num_envs"] = num_envs
     return envs
 
 
+def _backend_name(backend: str | VectorizeMode) -> str:
+    name = backend.value if isinstance(backend, VectorizeMode) else backend
+    name = _ALIASES.get(name, name)
+    if name not in BACKENDS:
+        raise ValueError(
+            f"expected backend to be one of {BACKENDS} (or Gymnasium's 'sync'/'async'), "
+            f"got {backend!r}"
+        )
+    return name
+
+
 def _make_one(env_id: Any, wrappers: tuple, env_kwargs: dict[str, Any]) -> gym.Env:
-    env = env_id(**env_kwargs) if callable(env_id) else gym.make(env_id, **env_kwargs)
+    if isinstance(env_id, (str, EnvSpec)):
+        env = gym.make(env_id, **env_kwargs)
+    else:
+        env = env_id(**env_kwargs)
     for wrapper in wrappers:
         env = wrapper(env)
     return env

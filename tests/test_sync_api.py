@@ -78,15 +78,19 @@ def test_metadata_is_a_copy(make_vec):
 
 
 @pytest.mark.parametrize("mode", list(AutoresetMode))
-@pytest.mark.parametrize("as_string", [False, True], ids=["enum", "string"])
-def test_autoreset_mode_metadata(mode, as_string, make_vec):
-    vec = make_vec(make_fns(CountingEnv, 2), autoreset_mode=mode.value if as_string else mode)
+@pytest.mark.parametrize("spelling", ["enum", "value", "name", "lower_name"])
+def test_autoreset_mode_metadata(mode, spelling, make_vec):
+    given = {"enum": mode, "value": mode.value, "name": mode.name,
+             "lower_name": mode.name.lower()}[spelling]
+    vec = make_vec(make_fns(CountingEnv, 2), autoreset_mode=given)
     assert vec.metadata["autoreset_mode"] is mode
 
 
 def test_unknown_autoreset_mode_is_a_value_error(make_vec):
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="'NextStep', 'SameStep', 'Disabled'"):
         make_vec(make_fns(CountingEnv, 2), autoreset_mode="EveryOtherStep")
+    with pytest.raises(ValueError, match="got 3"):
+        make_vec(make_fns(CountingEnv, 2), autoreset_mode=3)
 
 
 # ---------------------------------------------------------------------------
