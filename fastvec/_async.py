@@ -56,6 +56,8 @@ class AsyncBatches:
         self._resetting = np.zeros(self.num_workers, dtype=np.bool_)  # in flight: a reset
         self._block_size = self.num_envs // self.num_workers
         self._checkers: dict[int, ActionChecker] = {}
+        self._sent_ids: np.ndarray | None = None  # the last batch recv() returned ...
+        self._sent_workers: list[int] = []  # ... and its workers
 
     @property
     def _async_mode(self) -> bool:
@@ -125,33 +127,42 @@ class AsyncBatches:
         self._in_flight[chosen] = False
         entries = self._merge(replies, restart_truncates=True)
         self._held[chosen] = True
-        env_ids = np.concatenate([np.arange(*self._bounds[w]) for w in chosen])
-        position = {int(e): k for k, e in enumerate(env_ids)}
-        infos = batch_infos([(position[i], info) for i, info in entries], len(env_ids)) \
-            if entries else {}
+        if chosen[-1] - chosen[0] == len(chosen) - 1:  # neighbouring blocks: one slice
+            rows: slice | np.ndarray = slice(self._bounds[chosen[0]][0],
+                                             self._bounds[chosen[-1]][1])
+            env_ids = np.arange(rows.start, rows.stop)
+        else:
+            env_ids = np.concatenate([np.arange(*self._bounds[w]) for w in chosen])
+            rows = env_ids
+        infos = {}
+        if entries:
+            position = {int(e): k for k, e in enumerate(env_ids)}
+            infos = batch_infos([(position[i], info) for i, info in entries], len(env_ids))
         if self._stats is not None:
             resets = np.repeat(self._resetting[chosen], self._block_size)
             self._stats.record(self, infos, env_ids, skip=resets)
-        return (self._batch_obs(chosen, env_ids), self._rewards[env_ids],
-                self._terminations[env_ids], self._truncations[env_ids], infos, env_ids)
+        self._sent_ids, self._sent_workers = env_ids.copy(), chosen
+        return (self._batch_obs(rows, env_ids), self._rewards[rows].copy(),
+                self._terminations[rows].copy(), self._truncations[rows].copy(), infos,
+                env_ids)
 
-    def _batch_obs(self, chosen: list[int], env_ids: np.ndarray) -> Any:
+    def _batch_obs(self, rows: slice | np.ndarray, env_ids: np.ndarray) -> Any:
         if self.layout is None:
             objects = [self._obs_objects[i] for i in env_ids]
             out = create_empty_array(self.single_observation_space, len(env_ids))
             return concatenate(self.single_observation_space, objects, out)
-        if chosen == list(range(chosen[0], chosen[-1] + 1)):
-            rows = self._rows[env_ids[0]:env_ids[-1] + 1]
-            return batch_views(self.layout, rows.copy() if self.copy else rows)
-        rows = np.empty((len(env_ids), self._rows.shape[1]), dtype=np.uint8)
-        gather_rows(self._rows, env_ids, rows)
-        return batch_views(self.layout, rows)
+        if isinstance(rows, slice):
+            view = self._rows[rows]
+            return batch_views(self.layout, view.copy() if self.copy else view)
+        gathered = np.empty((len(env_ids), self._rows.shape[1]), dtype=np.uint8)
+        gather_rows(self._rows, env_ids, gathered)
+        return batch_views(self.layout, gathered)
 
     def send(self, actions: Any, env_ids: Any) -> None:
         """Step exactly the envs ``env_ids`` (whole worker blocks returned by ``recv``)."""
         self._check_open()
         self._check_usable()
-        ids = self._check_env_ids(env_ids)
+        ids, workers = self._check_env_ids(env_ids)
         checker = self._checkers.get(len(ids))
         if checker is None:
             checker = ActionChecker(self.single_action_space,
@@ -163,14 +174,18 @@ class AsyncBatches:
             raise RuntimeError(f"envs {done} ended their episodes and autoreset_mode is "
                                "DISABLED: reset them with async_reset(options={'reset_mask': "
                                "mask}) before sending actions")
-        workers = sorted({int(i) // self._block_size for i in ids})
         self._send_actions(workers, checked, checker, ids)
         self._post(workers, Command.STEP)
         self._held[workers] = False
         self._in_flight[workers] = True
         self._resetting[workers] = False
 
-    def _check_env_ids(self, env_ids: Any) -> np.ndarray:
+    def _check_env_ids(self, env_ids: Any) -> tuple[np.ndarray, list[int]]:
+        """``env_ids`` as int64 and the workers they name; ValueError if they cannot be sent."""
+        last = self._sent_ids
+        if (isinstance(env_ids, np.ndarray) and last is not None and env_ids.shape == last.shape
+                and self._held[self._sent_workers].all() and np.array_equal(env_ids, last)):
+            return last, self._sent_workers  # the batch recv() just returned: checked there
         ids = np.asarray(env_ids)
         if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":
             raise ValueError(f"expected env_ids as a non-empty 1-D integer array, got {env_ids!r}")
@@ -178,7 +193,8 @@ class AsyncBatches:
             raise ValueError(f"env_ids out of range [0, {self.num_envs}): {ids.tolist()}")
         if len(np.unique(ids)) != len(ids):
             raise ValueError(f"env_ids repeat an env: {ids.tolist()}")
-        for w in sorted({int(i) // self._block_size for i in ids}):
+        workers = sorted({int(i) // self._block_size for i in ids})
+        for w in workers:
             a, b = self._bounds[w]
             if self._in_flight[w]:
                 raise ValueError(f"envs {a}..{b - 1} (worker {w}) are already in flight; "
@@ -190,4 +206,4 @@ class AsyncBatches:
                 raise ValueError(f"env_ids must name whole worker blocks of {self._block_size} "
                                  f"envs: worker {w} holds envs {a}..{b - 1}, got "
                                  f"{ids.tolist()}")
-        return ids.astype(np.int64)
+        return ids.astype(np.int64), workers

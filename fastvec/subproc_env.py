@@ -113,6 +113,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         self._ctx = mp.get_context(self.context)
         self._bounds = split_blocks(num_envs, num_workers)
         self._posted_at = np.zeros(num_workers)  # monotonic time of each worker's command
+        self._next_check = 0.0  # monotonic time of the next liveness/deadline check
         self._env_fns_bytes = [cloudpickle.dumps(list(env_fns[a:b])) for a, b in self._bounds]
         _LIVE.add(self)
         try:
@@ -240,34 +241,44 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
 
     def _gather(self, waiting: list[int], what: str, want: int) -> dict[int, Any]:
         deadline = time.monotonic() + (self.timeout if self.timeout else float("inf"))
-        timeout = self.timeout if self.timeout else float("inf")
         replies: dict[int, Any] = {}
         while len(replies) < want:
             self._barrier.wait(waiting, want - len(replies), SLICE_SECONDS)
             for w in self._barrier.done_in_order(waiting)[: want - len(replies)]:
                 waiting.remove(w)
                 replies[w] = self._reply(w, deadline, what)
-            # A worker that died with a command pending is reported now, even when
-            # enough others are ready (unless it would be restarted into a bigger batch),
-            # and without waiting for the others when it is not to be restarted.
-            for w in self._dead(waiting):
-                if not self._barrier.is_done(w) and (
-                        len(replies) < want or self.on_worker_failure == "raise"):
-                    waiting.remove(w)
-                    replies[w] = self._workers[w].died(what)
-                    if self.on_worker_failure == "raise":
-                        self._broken = str(replies[w])
-                        raise replies[w]
-            # Late: a command older than the timeout, whether or not the trainer needs
-            # that worker for this batch (async batches would silently drop it).
+            # Liveness and deadlines are checked whenever a wait comes back short, and
+            # at least every SLICE_SECONDS while batches keep coming, so a dead or hung
+            # worker is noticed even when others are always ready first (async batches).
             now = time.monotonic()
-            late = [w for w in waiting if now - self._posted_at[w] > timeout
+            if waiting and (len(replies) < want or now >= self._next_check):
+                self._next_check = now + SLICE_SECONDS
+                self._check_waiting(waiting, replies, want, what, now)
+        return replies
+
+    def _check_waiting(self, waiting: list[int], replies: dict[int, Any], want: int,
+                       what: str, now: float) -> None:
+        """Report dead workers among ``waiting`` (into ``replies``); raise on a late one."""
+        # A worker that died with a command pending is reported now, even when
+        # enough others are ready (unless it would be restarted into a bigger batch),
+        # and without waiting for the others when it is not to be restarted.
+        for w in self._dead(waiting):
+            if not self._barrier.is_done(w) and (
+                    len(replies) < want or self.on_worker_failure == "raise"):
+                waiting.remove(w)
+                replies[w] = self._workers[w].died(what)
+                if self.on_worker_failure == "raise":
+                    self._broken = str(replies[w])
+                    raise replies[w]
+        # Late: a command older than the timeout, whether or not the trainer needs
+        # that worker for this batch (async batches would silently drop it).
+        if self.timeout:
+            late = [w for w in waiting if now - self._posted_at[w] > self.timeout
                     and not self._barrier.is_done(w)]
             if late:
                 self._broken = f"a worker exceeded the {self.timeout} s timeout"
                 raise WorkerTimeout(f"workers {late} did not finish {what} within "
                                     f"timeout={self.timeout} s")
-        return replies
 
     def _post(self, workers: Sequence[int], command: Command) -> None:
         """Post ``command`` to ``workers``, noting when (for the timeout)."""
