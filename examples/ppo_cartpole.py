@@ -67,9 +67,10 @@ def parse_args() -> Args:
         flag = "--" + field.name.replace("_", "-")
         if field.type == "bool":
             parser.add_argument(flag, action=argparse.BooleanOptionalAction,
-                                default=field.default)
+                                default=field.default, help=f"default: {field.default}")
         elif field.name == "backend":
-            parser.add_argument(flag, choices=("sync", "subproc"), default=field.default)
+            parser.add_argument(flag, choices=("sync", "subproc"), default=field.default,
+                                help=f"default: {field.default}")
         else:
             kind = {"int": int, "float": float, "str": str}[field.type]
             parser.add_argument(flag, type=kind, default=field.default,
