@@ -1,7 +1,25 @@
 """fastvec: many copies of an RL environment as one fast, robust batch.
 
-Every vector env is a ``gymnasium.vector.VectorEnv``; see ``SyncVecEnv`` and
-``make``.
+Every vector env is a ``gymnasium.vector.VectorEnv`` with Gymnasium 1.x
+semantics, so trainers written for Gymnasium work unchanged.
+
+- :class:`SyncVecEnv`: every env in this process.
+- :class:`SubprocVecEnv`: envs in worker processes, through shared memory; also
+  async batches (``async_reset``/``recv``/``send``).
+- :func:`make`: a vector env from a registered id, like ``gymnasium.make_vec``.
+- :func:`tile_images`: the frames of ``render()`` as one image.
+- :mod:`fastvec.errors`: the errors fastvec raises.
+
+Example:
+    >>> import gymnasium as gym
+    >>> import numpy as np
+    >>> import fastvec
+    >>> envs = fastvec.SyncVecEnv([lambda: gym.make("CartPole-v1")] * 4)
+    >>> obs, infos = envs.reset(seed=0)
+    >>> obs, rewards, terminations, truncations, infos = envs.step(np.zeros(4, dtype=np.int64))
+    >>> obs.shape, rewards.tolist()
+    ((4, 4), [1.0, 1.0, 1.0, 1.0])
+    >>> envs.close()
 """
 
 from __future__ import annotations

@@ -43,7 +43,24 @@ _object_path_warned = False
 
 
 def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
-    """``AutoresetMode`` from the enum, its value (``"NextStep"``) or name (``"next_step"``)."""
+    """``AutoresetMode`` from the enum, its value (``"NextStep"``) or name (``"next_step"``).
+
+    Args:
+        mode: An ``AutoresetMode``, or a string naming one; case and underscores
+            do not matter.
+
+    Returns:
+        The ``AutoresetMode``.
+
+    Raises:
+        ValueError: ``mode`` names no mode (the message lists the accepted ones).
+
+    Example:
+        >>> parse_autoreset_mode("same_step")
+        <AutoresetMode.SAME_STEP: 'SameStep'>
+        >>> parse_autoreset_mode("Disabled") is AutoresetMode.DISABLED
+        True
+    """
     if isinstance(mode, AutoresetMode):
         return mode
     key = mode.replace("_", "").lower() if isinstance(mode, str) else None
@@ -67,7 +84,26 @@ def _warn_object_path(space: spaces.Space) -> None:
 
 
 class BatchedVecEnv(VectorEnv):
-    """Base of fastvec's vector envs (not used directly)."""
+    """Base of fastvec's vector envs (not used directly).
+
+    Implements Gymnasium's ``VectorEnv`` API for :class:`fastvec.SyncVecEnv` and
+    :class:`fastvec.SubprocVecEnv`: ``reset``, ``step`` and its split form
+    ``step_async``/``step_wait``, and ``close()`` (idempotent; also a context
+    manager).  Besides Gymnasium's attributes (``num_envs``, the single and batched
+    spaces, ``metadata`` with ``"autoreset_mode"``, ``render_mode``, ``closed``),
+    each env has ``autoreset_mode`` (an ``AutoresetMode``), ``copy`` and
+    ``episode_statistics``.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> from fastvec import SyncVecEnv
+        >>> with SyncVecEnv([lambda: gym.make("CartPole-v1")] * 3) as envs:
+        ...     obs, infos = envs.reset(seed=0)
+        ...     print(envs.num_envs, envs.observation_space.shape, envs.autoreset_mode)
+        3 (3, 4) AutoresetMode.NEXT_STEP
+        >>> envs.closed
+        True
+    """
 
     def _setup(
         self,
@@ -154,7 +190,36 @@ class BatchedVecEnv(VectorEnv):
         seed: int | list[int | None] | None = None,
         options: dict[str, Any] | None = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset every env (or those in ``options["reset_mask"]``); env i gets seed ``seed + i``."""
+        """Reset every env (or those in ``options["reset_mask"]``); env i gets seed ``seed + i``.
+
+        A reset cancels any pending autoreset of the envs it resets.
+
+        Args:
+            seed: An int (env ``i`` is seeded with ``seed + i``), a list of
+                ``num_envs`` ints or ``None``s, or ``None`` (no seeding).
+            options: Passed to every env's ``reset``.  A ``"reset_mask"`` entry (a
+                bool array of shape ``(num_envs,)``, at least one True) resets only
+                those envs; it is removed from the dict, as Gymnasium does.  The
+                other envs keep their state and their last observation.
+
+        Returns:
+            ``(obs, infos)``: the batched observations of all envs and Gymnasium's
+            dict-of-arrays infos (with ``_key`` masks) of the envs that were reset.
+
+        Raises:
+            ClosedEnvError: The vector env is closed.
+            AlreadyPendingCallError: A ``step_async`` is pending.
+            ValueError: A seed list of the wrong length, or a bad ``reset_mask``.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> import numpy as np
+            >>> from fastvec import SyncVecEnv
+            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+            >>> obs, infos = envs.reset(seed=[7, None])
+            >>> obs, infos = envs.reset(options={"reset_mask": np.array([True, False])})
+            >>> envs.close()
+        """
         self._check_open()
         if self._pending is not None:
             raise AlreadyPendingCallError(
@@ -176,12 +241,67 @@ class BatchedVecEnv(VectorEnv):
         return self._observations(), infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Step every env with its action; auto-reset as ``autoreset_mode`` says."""
+        """Step every env with its action; auto-reset as ``autoreset_mode`` says.
+
+        Same as ``step_async(actions)`` then ``step_wait()``.
+
+        Args:
+            actions: A batch from ``action_space``: an array of shape
+                ``(num_envs, *single_action_space.shape)`` (a list converts), or a
+                dict/tuple of such batches for ``Dict``/``Tuple`` spaces.
+
+        Returns:
+            ``(obs, rewards, terminations, truncations, infos)``: batched
+            observations, float64 rewards, bool flags (fresh arrays), and
+            Gymnasium's dict-of-arrays infos with ``_key`` masks (``{}`` when no
+            env returned infos).
+
+        Raises:
+            ValueError: The actions do not fit the action space (checked before
+                any env steps; see :meth:`step_async`).
+            RuntimeError: ``DISABLED`` mode and an env whose episode ended has not
+                been reset with a ``reset_mask``.
+            ClosedEnvError: The vector env is closed.
+            AlreadyPendingCallError: A ``step_async`` is pending.
+            ObservationError: An env returned an observation outside its space.
+            WorkerError: (``SubprocVecEnv``) an env raised or a worker died; a
+                ``SyncVecEnv`` lets an env's own exception through instead.
+            WorkerTimeout: (``SubprocVecEnv``) the step took longer than ``timeout``.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> import numpy as np
+            >>> from fastvec import SyncVecEnv
+            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+            >>> _ = envs.reset(seed=0)
+            >>> obs, rewards, terminations, truncations, infos = envs.step(np.array([0, 1]))
+            >>> rewards, terminations, infos
+            (array([1., 1.]), array([False, False]), {})
+            >>> envs.close()
+        """
         self.step_async(actions)
         return self.step_wait()
 
     def step_async(self, actions: Any) -> None:
-        """Check ``actions`` and start a step; finish it with :meth:`step_wait`."""
+        """Check ``actions`` and start a step; finish it with :meth:`step_wait`.
+
+        The whole batch is checked before anything reaches an env: its shape (a
+        scalar where a batch is expected is refused), integer dtype and range for
+        discrete spaces.  ``Box`` actions out of bounds pass through, and a dtype
+        that converts (float64 for a float32 ``Box``) is converted.  A refused
+        batch leaves nothing pending.
+
+        Args:
+            actions: A batch from ``action_space`` (see :meth:`step`).
+
+        Raises:
+            ValueError: The actions do not fit; the message names the env and
+                what was expected.
+            RuntimeError: ``DISABLED`` mode and an env whose episode ended has not
+                been reset.
+            ClosedEnvError: The vector env is closed.
+            AlreadyPendingCallError: A step is already pending (it is kept).
+        """
         self._check_open()
         if self._pending is not None:
             raise AlreadyPendingCallError(
@@ -197,7 +317,25 @@ class BatchedVecEnv(VectorEnv):
         self._pending = True
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Finish the step started by :meth:`step_async` and return its batch."""
+        """Finish the step started by :meth:`step_async` and return its batch.
+
+        Returns:
+            ``(obs, rewards, terminations, truncations, infos)``, as :meth:`step`.
+
+        Raises:
+            NoAsyncCallError: No ``step_async`` is pending.
+            ClosedEnvError: The vector env is closed.
+
+        Example:
+            >>> import gymnasium as gym
+            >>> import numpy as np
+            >>> from fastvec import SyncVecEnv
+            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+            >>> _ = envs.reset(seed=0)
+            >>> envs.step_async(np.array([0, 1]))
+            >>> obs, rewards, terminations, truncations, infos = envs.step_wait()
+            >>> envs.close()
+        """
         self._check_open()
         if self._pending is None:
             raise NoAsyncCallError("step_wait() called without a pending step_async()", "step")

@@ -1,5 +1,19 @@
 """``python -m fastvec.bench``: env-steps per second of vector envs, side by side.
 
+Usage::
+
+    python -m fastvec.bench                  # quick: 4 workloads x 5 systems, < 1 min
+    python -m fastvec.bench --full           # every workload and system but named-only ones
+    python -m fastvec.bench --list           # what each workload and system is
+    python -m fastvec.bench --repeats 5 --seconds 1 --json bench.json --plot bench.png
+
+Prints, per workload and system, the median env-steps per second, the spread of
+the repeats, the p50/p99 duration of one batched step, and ratios to ``plain``
+(a bare Python loop over the envs) and ``gymnasium-sync``.  Systems whose
+package is absent (SB3, PufferLib) are listed as unavailable.  ``--help`` lists
+every option; ``benchmarks/README.md`` in the source tree has the method and
+dated results.
+
 Each (system, workload) measurement runs in a fresh Python process: build the
 envs, reset with a fixed seed, warm up, then count batched steps over a fixed
 wall-clock window, cycling through seeded actions drawn in advance (the same for
@@ -235,6 +249,7 @@ optional systems whose package is absent are skipped with a note.
 heavy and jitter burn CPU by a loop calibrated once per run; set
 FASTVEC_BENCH_SPIN_RATE (loop iterations per us, printed in the JSON) to reuse
 a calibration and compare runs.
+method and dated results: benchmarks/README.md in the source tree.
 """
 
 

@@ -1,7 +1,18 @@
 """The errors fastvec raises; all derive from :class:`FastVecError`.
 
-``NoAsyncCallError`` and ``AlreadyPendingCallError`` are Gymnasium's own classes,
-re-exported so that code written against Gymnasium keeps catching them.
+``NoAsyncCallError`` and ``AlreadyPendingCallError`` are Gymnasium's own classes
+(``gymnasium.error``), re-exported so that code written against Gymnasium keeps
+catching them.  ``ObjectSpaceWarning`` is a warning, not an error.
+
+Example:
+    >>> from fastvec import errors
+    >>> issubclass(errors.WorkerTimeout, TimeoutError)
+    True
+    >>> issubclass(errors.ObservationError, ValueError)
+    True
+    >>> import gymnasium as gym
+    >>> errors.NoAsyncCallError is gym.error.NoAsyncCallError
+    True
 """
 
 from __future__ import annotations
@@ -21,22 +32,66 @@ __all__ = [
 
 
 class FastVecError(Exception):
-    """Root of every error fastvec defines."""
+    """Root of every error fastvec defines.
+
+    Raised as such when a ``SubprocVecEnv`` is used in a way it cannot serve: after
+    a worker died or a wait was interrupted (it is then unusable until closed), or
+    ``step``/``reset`` in async-batch mode, or ``call`` while envs are in flight.
+
+    Example:
+        >>> from fastvec.errors import FastVecError, WorkerError
+        >>> try:
+        ...     raise WorkerError("worker 1 was killed by SIGKILL", worker_index=1, exitcode=-9)
+        ... except FastVecError as exc:
+        ...     print(exc)
+        worker 1 was killed by SIGKILL
+    """
 
 
 class ClosedEnvError(FastVecError, ClosedEnvironmentError):
-    """The vector env was used after ``close()``."""
+    """The vector env was used after ``close()``.
+
+    Also a ``gymnasium.error.ClosedEnvironmentError``, so Gymnasium code catching
+    that keeps working.  ``close()`` itself may be called again: it does nothing.
+
+    Example:
+        >>> import gymnasium as gym
+        >>> import fastvec
+        >>> envs = fastvec.SyncVecEnv([lambda: gym.make("CartPole-v1")])
+        >>> envs.close()
+        >>> try:
+        ...     envs.reset()
+        ... except gym.error.ClosedEnvironmentError as exc:
+        ...     print(type(exc).__name__)
+        ClosedEnvError
+    """
 
 
 class WorkerError(FastVecError):
     """A worker failed: its env raised, or the worker process died.
 
+    The message names the env (when known), the worker, and either the exception
+    type and message or how the worker ended (``"was killed by SIGKILL"``,
+    ``"exited with code 3"``).
+
+    Args:
+        message: The error message.
+        env_index: Index of the sub-env that failed, or ``None`` when unknown.
+        worker_index: Index of the worker that held it.
+        exitcode: The worker's exit code, or ``None`` when the worker is alive.
+
     Attributes:
-        env_index: index of the sub-env that failed, or ``None`` when unknown.
-        worker_index: index of the worker that held it.
-        exitcode: the worker's exit code (negative: killed by that signal), or
+        env_index: Index of the sub-env that failed (in the whole vector env), or
+            ``None`` when unknown (a worker that died between commands).
+        worker_index: Index of the worker that held it.
+        exitcode: The worker's exit code (negative: killed by that signal), or
             ``None`` when the worker is alive and the env raised; the remote
             traceback is then attached as ``__cause__``.
+
+    Example:
+        >>> error = WorkerError("worker 1 was killed by SIGKILL", worker_index=1, exitcode=-9)
+        >>> error.env_index, error.worker_index, error.exitcode
+        (None, 1, -9)
     """
 
     def __init__(
@@ -66,18 +121,28 @@ def _rebuild_worker_error(message, env_index, worker_index, exitcode) -> WorkerE
 
 
 class WorkerTimeout(FastVecError, TimeoutError):
-    """A step or reset took longer than the ``timeout`` the vector env was given."""
+    """A step, reset or call took longer than the ``timeout`` the vector env was given.
+
+    Also a ``TimeoutError``.  The message lists the late workers.  The vector env is
+    unusable afterwards, but ``close()`` still returns promptly.
+    """
 
 
 class ObjectSpaceWarning(UserWarning):
     """An observation space has leaves the flat-record path cannot hold.
 
-    Such observations travel by a slower object path; issued once per process.
+    Any nesting of ``Box``, ``Discrete``, ``MultiDiscrete`` and ``MultiBinary`` in
+    ``Dict``/``Tuple`` is held in flat records; other spaces (``Text``, ``Graph``,
+    ``Sequence``, custom) travel by a slower object path.  Issued once per process,
+    in the trainer's process.  Silence it with
+    ``warnings.simplefilter("ignore", ObjectSpaceWarning)``.
     """
 
 
 class ObservationError(FastVecError, ValueError):
     """An env returned an observation that does not fit its observation space.
 
-    The message names the env index and the leaf (``obs["image"]``).
+    Also a ``ValueError``.  The message names the env index and the leaf
+    (``obs["image"]``), with the shape or dtype found and expected.  Python scalars
+    may take any cast that keeps their value; arrays only safe casts.
     """

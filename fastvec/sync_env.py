@@ -21,17 +21,28 @@ class SyncVecEnv(BatchedVecEnv):
     A drop-in for ``gymnasium.vector.SyncVectorEnv`` with the same results for the
     same seeds and actions, but the per-env work (writing observations into one
     flat batch buffer, stacking rewards and flags, batching infos, autoreset
-    bookkeeping) runs in compiled code.
+    bookkeeping) runs in compiled code.  An exception raised by an env reaches the
+    caller unchanged.
 
     Args:
-        env_fns: callables that each return a ``gymnasium.Env``.
+        env_fns: Callables that each return a ``gymnasium.Env``; all are called
+            here, once.  Every env must have the same observation and action space.
         autoreset_mode: ``AutoresetMode`` or its value (``"NextStep"``, ``"SameStep"``,
-            ``"Disabled"``).
-        copy: if False, returned observations are views of the batch buffer, valid
+            ``"Disabled"``) or name (``"next_step"``...); see ``docs/autoreset.md``.
+        copy: If True (the default), observations are fresh arrays fastvec never
+            touches again.  If False, they are views of the batch buffer, valid
             until the next ``step``/``reset``.
-        episode_statistics: add ``infos["episode"] = {"r", "l", "t"}`` and
+        episode_statistics: Add ``infos["episode"] = {"r", "l", "t"}`` and
             ``infos["_episode"]`` when episodes end, as Gymnasium's
             ``RecordEpisodeStatistics`` does.
+
+    Attributes:
+        envs: The sub-envs, in order.
+        env_fns: The callables the envs were made with.
+
+    Raises:
+        ValueError: ``env_fns`` is empty, the envs' spaces differ (the message names
+            the env), or ``autoreset_mode`` is unknown.
 
     Example:
         >>> import fastvec
@@ -92,7 +103,29 @@ class SyncVecEnv(BatchedVecEnv):
         return self._envs_block.step(actions)
 
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call method ``name`` of every env (or read attribute ``name``)."""
+        """Call method ``name`` of every env (or read attribute ``name``).
+
+        The name is looked up through the env's wrappers (``get_wrapper_attr``).
+
+        Args:
+            name: A method or attribute name.
+            *args: Positional arguments of the call.
+            **kwargs: Keyword arguments of the call.
+
+        Returns:
+            One result per env, in env order; the attribute's value where ``name``
+            is not callable.
+
+        Raises:
+            ClosedEnvError: The vector env is closed.
+            AttributeError: An env has no attribute ``name``.
+
+        Example:
+            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+            >>> envs.call("get_wrapper_attr", "spec")[0].id
+            'CartPole-v1'
+            >>> envs.close()
+        """
         self._check_open()
         results = []
         for env in self.envs:
@@ -101,11 +134,46 @@ class SyncVecEnv(BatchedVecEnv):
         return tuple(results)
 
     def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of every env."""
+        """Attribute ``name`` of every env (a method is called without arguments).
+
+        Args:
+            name: The attribute name, looked up through the env's wrappers.
+
+        Returns:
+            One value per env, in env order.
+
+        Raises:
+            ClosedEnvError: The vector env is closed.
+            AttributeError: An env has no attribute ``name``.
+
+        Example:
+            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+            >>> envs.get_attr("gravity")
+            (9.8, 9.8)
+            >>> envs.close()
+        """
         return self.call(name)
 
     def set_attr(self, name: str, values: Any) -> None:
-        """Set attribute ``name`` of every env: one value each (list/tuple) or one for all."""
+        """Set attribute ``name`` of every env: one value each (list/tuple) or one for all.
+
+        Args:
+            name: The attribute name, set through the env's wrappers
+                (``set_wrapper_attr``).
+            values: A list or tuple of ``num_envs`` values, one per env; anything
+                else is given to every env.
+
+        Raises:
+            ClosedEnvError: The vector env is closed.
+            ValueError: A list or tuple of the wrong length (nothing is set).
+
+        Example:
+            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
+            >>> envs.set_attr("gravity", [9.8, 1.6])
+            >>> envs.get_attr("gravity")
+            (9.8, 1.6)
+            >>> envs.close()
+        """
         self._check_open()
         if not isinstance(values, (list, tuple)):
             values = [values] * self.num_envs
@@ -115,11 +183,24 @@ class SyncVecEnv(BatchedVecEnv):
             env.set_wrapper_attr(name, value)
 
     def render(self) -> tuple[Any, ...]:
-        """Each env's ``render()``."""
+        """Each env's ``render()``, in env order.
+
+        Combine ``rgb_array`` frames into one image with :func:`fastvec.tile_images`.
+
+        Returns:
+            One frame per env (``None`` each when ``render_mode`` is ``None``).
+
+        Raises:
+            ClosedEnvError: The vector env is closed.
+        """
         self._check_open()
         return tuple(env.render() for env in self.envs)
 
     def close_extras(self, **kwargs: Any) -> None:
-        """Close every env."""
+        """Close every env; called once by ``close()``, which may be called again.
+
+        Args:
+            **kwargs: Ignored (Gymnasium's signature).
+        """
         for env in getattr(self, "envs", []):
             env.close()
