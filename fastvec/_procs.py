@@ -96,6 +96,13 @@ class WorkerProcess:
         except (OSError, EOFError):
             raise self.died(what) from None
 
+    def recv_now(self, what: str) -> Any:
+        """A message known to be whole on the pipe already."""
+        try:
+            return self.conn.recv()
+        except (OSError, EOFError):
+            raise self.died(what) from None
+
     def tell_to_stop(self) -> None:
         """Ask a worker that has not attached yet to exit (it reads its pipe until then)."""
         try:

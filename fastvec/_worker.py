@@ -5,7 +5,8 @@ shared block's plan and file descriptor, attaches, and says ready.  After that
 every command arrives through the barrier (``Barrier.wait_command``); requests
 that carry Python objects (reset seeds, ``call``...) come with a message on the
 pipe.  A reply that carries Python objects (infos, errors, results) is flagged
-in the status word and sent on the pipe right after the worker reports done.
+in the status word and sent on the pipe (a small one just before the worker
+reports done, a big one just after).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import os
 import signal
 import traceback
 from enum import IntEnum
-from multiprocessing.reduction import recv_handle
+from multiprocessing.reduction import ForkingPickler, recv_handle
 from typing import Any
 
 import cloudpickle
@@ -31,6 +32,7 @@ from fastvec.errors import ObservationError
 __all__ = ["Command", "Status", "run"]
 
 POLL_SECONDS = 0.1  # how often an idle worker checks that its parent lives
+SMALL_REPLY_BYTES = 32 * 1024  # fits in an empty pipe (Linux: 64 KiB) without blocking
 
 
 class Command(IntEnum):
@@ -44,6 +46,7 @@ class Status(IntEnum):
     OK = 0
     ERROR = 1  # an error report follows on the pipe
     MESSAGE = 2  # a reply follows on the pipe
+    MESSAGE_SENT = 3  # a reply is on the pipe already
 
 
 def run(worker_index: int, env_fns_bytes: bytes, conn: Any, death_signal: bool = True) -> None:
@@ -147,8 +150,23 @@ class _Server:
             if reply is None:
                 self.barrier.finish(self.index, Status.OK)
             else:
-                self.barrier.finish(self.index, Status.MESSAGE)
-                self.conn.send(reply)
+                self._reply(reply)
+
+    def _reply(self, reply: tuple) -> None:
+        """Report done with a message; a small one is on the pipe before the parent wakes.
+
+        The pipe is empty at this point (the parent reads every reply before the next
+        command), so a message that fits in it is written without blocking, and the
+        parent, woken by the barrier, reads it at once instead of sleeping again.  A
+        big one is written after the wake-up, since the parent must read to make room.
+        """
+        payload = ForkingPickler.dumps(reply)
+        if len(payload) <= SMALL_REPLY_BYTES:
+            self.conn.send_bytes(payload)
+            self.barrier.finish(self.index, Status.MESSAGE_SENT)
+        else:
+            self.barrier.finish(self.index, Status.MESSAGE)
+            self.conn.send_bytes(payload)
 
     def _failed_env(self, command: int) -> int | None:
         """The env (index in the whole vector env) that was running when ``command`` failed."""

@@ -297,6 +297,8 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         if status == Status.OK:
             return None
         try:
+            if status == Status.MESSAGE_SENT:  # whole on the pipe: no need to wait
+                return self._workers[w].recv_now(what)
             message = self._workers[w].recv(deadline, what)
         except WorkerError as exc:
             return exc

@@ -809,3 +809,33 @@ def test_leak_check_sees_new_shared_memory_entries():
         os.close(fd)
         os.unlink(os.path.join(leaks.SHM_DIR, name))
     assert leaks.wait_shm_released(before, 0.05) == set()
+
+
+# ---------------------------------------------------------------------------
+# replies on the pipe: small ones are written before the wake-up, big ones after
+
+
+class SizedInfoEnv(CountingEnv):
+    """Infos carrying ``size`` bytes, so that a worker's reply is small or big."""
+
+    def __init__(self, size: int, env_id: int = 0):
+        super().__init__(episode_len=3, env_id=env_id)
+        self.size = size
+
+    def step(self, action):
+        obs, reward, terminated, truncated, _ = super().step(action)
+        payload = np.full(self.size, self.t + self.env_id, dtype=np.uint8)
+        return obs, reward, terminated, truncated, {"payload": payload}
+
+
+@pytest.mark.parametrize("size", [16, 30_000, 200_000])
+def test_infos_of_any_size_arrive(size, make):
+    fns = [functools.partial(SizedInfoEnv, size, env_id=i) for i in range(4)]
+    vec = make(fns)
+    ref = gym.vector.SyncVectorEnv(fns)
+    vec.reset(seed=0)
+    ref.reset(seed=0)
+    for _ in range(7):
+        got, want = vec.step(zeros(4)), ref.step(zeros(4))
+        assert_tree_equal(got[4], want[4])
+    ref.close()
