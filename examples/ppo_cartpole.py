@@ -216,6 +216,7 @@ def main() -> None:
             b_returns = returns.reshape(-1)[keep]
             num_valid = len(b_obs)
             minibatch_size = max(1, num_valid // args.num_minibatches)
+            loss = torch.tensor(float("nan"))  # stays nan if every step was an autoreset
             for _ in range(args.update_epochs):
                 order = torch.from_numpy(rng.permutation(num_valid))
                 for begin in range(0, num_valid, minibatch_size):
