@@ -76,6 +76,15 @@ class AsyncBatches:
 
         Envs still in flight are waited for and their results dropped (without a
         mask); with a mask, the masked envs' workers must not be in flight.
+
+        Args:
+            seed: an int (env ``i`` gets ``seed + i``), a list of per-env seeds, or None.
+            options: passed to every env's ``reset``; ``"reset_mask"`` (a bool array of
+                ``num_envs``) resets only those envs (``autoreset_mode="Disabled"``).
+
+        Raises:
+            AlreadyPendingCallError: a ``step_async`` is pending.
+            ValueError: the mask selects envs that are in flight.
         """
         self._check_open()
         self._check_usable()
@@ -113,7 +122,17 @@ class AsyncBatches:
     def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict, np.ndarray]:
         """The first ready batch: ``(obs, rewards, terminations, truncations, infos, env_ids)``.
 
-        ``env_ids`` (int64, ascending) names the envs the batch holds, in its order.
+        Waits for the first ``batch_size`` envs' workers to finish (earliest first).
+        A second ``recv`` without ``send`` returns the next ready batch.
+
+        Returns:
+            The batch's arrays, each of length ``batch_size``, infos in Gymnasium's
+            dict-of-arrays form for those envs, and ``env_ids`` (int64, ascending):
+            which envs the batch holds, in its order.
+
+        Raises:
+            NoAsyncCallError: no envs are in flight (call ``async_reset`` or ``send``).
+            WorkerError, WorkerTimeout: as for ``step``.
         """
         self._check_open()
         self._check_usable()
@@ -159,7 +178,17 @@ class AsyncBatches:
         return batch_views(self.layout, gathered)
 
     def send(self, actions: Any, env_ids: Any) -> None:
-        """Step exactly the envs ``env_ids`` (whole worker blocks returned by ``recv``)."""
+        """Step exactly the envs ``env_ids`` (whole worker blocks returned by ``recv``).
+
+        Args:
+            actions: one action per env of ``env_ids``, in that order (a batch of the
+                action space for ``len(env_ids)`` envs).
+            env_ids: the ids ``recv`` returned (or whole worker blocks of them).
+
+        Raises:
+            ValueError: bad actions, or ids out of range, repeated, not whole worker
+                blocks, not received yet, or already in flight; nothing is sent.
+        """
         self._check_open()
         self._check_usable()
         ids, workers = self._check_env_ids(env_ids)

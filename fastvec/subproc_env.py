@@ -77,6 +77,23 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         on_worker_failure: ``"raise"`` (a ``WorkerError``) or ``"restart"`` (respawn the
             worker, rebuild and reset its envs; they report ``truncations=True`` and
             ``infos["worker_restarted"]``).
+        episode_statistics: add ``infos["episode"]`` (return, length, time) when an
+            episode ends, as Gymnasium's ``RecordEpisodeStatistics`` does.
+
+    Raises:
+        ValueError: an argument is out of range (the message says what would work).
+        WorkerError: an env could not be built in its worker.
+
+    Example:
+        >>> import gymnasium as gym, numpy as np, fastvec
+        >>> envs = fastvec.SubprocVecEnv([lambda: gym.make("CartPole-v1")] * 4, num_workers=2)
+        >>> obs, infos = envs.reset(seed=0)
+        >>> obs.shape
+        (4, 4)
+        >>> obs, rewards, terminations, truncations, infos = envs.step(np.zeros(4, np.int64))
+        >>> rewards.tolist()
+        [1.0, 1.0, 1.0, 1.0]
+        >>> envs.close()
     """
 
     def __init__(
