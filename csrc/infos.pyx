@@ -44,6 +44,9 @@ _SCALAR_DTYPES.update({int: np.dtype(int), float: np.dtype(float), bool: _BOOL_D
 # ``key`` -> ``"_" + key`` for str keys; cleared when full, so it stays small.
 cdef dict _MASK_NAMES = {}
 cdef Py_ssize_t _CACHE_MAX = 4096
+# Stores that went through Python (``array[i] = value``, objects): counted for
+# ``batch_block_infos``, which reports whether every value was stored as it came.
+cdef Py_ssize_t _python_stores = 0
 cdef enum:
     _ZEROS_MAX_NDIM = 31
 
@@ -178,18 +181,21 @@ cdef char* _slot(object array, Py_ssize_t i, Py_ssize_t n) noexcept:
 cdef int _assign(object array, object index, Py_ssize_t i, Py_ssize_t n,
                  object value) except -1:
     """``array[index] = value``; 1 when done in C and no Python code ran."""
+    global _python_stores
     cdef char* slot = _slot(array, i, n)
     cdef cnp.ndarray arr
     if slot != NULL:
         arr = <cnp.ndarray>array
         if cnp.PyArray_NDIM(arr) == 1:
             if cnp.PyArray_TYPE(arr) == cnp.NPY_OBJECT:
+                _python_stores += 1
                 _store_object(slot, value)  # may run the old value's __del__
                 return 0
             if _store_scalar(arr, slot, value):
                 return 1
         if type(value) is cnp.ndarray and _store_row(arr, slot, <cnp.ndarray>value):
             return 1
+    _python_stores += 1
     array[index] = value
     return 0
 
@@ -251,6 +257,8 @@ cdef object _fold(object infos, object info, object index, Py_ssize_t i, Py_ssiz
 cdef object _fold_generic(object infos, object info, object index, Py_ssize_t i,
                           Py_ssize_t n):
     """The same steps through Python's protocols, for dict subclasses and odd nesting."""
+    global _python_stores
+    _python_stores += 1
     cdef cnp.npy_intp dim = n
     for key, value in info.items():
         if key == "final_obs":
@@ -308,3 +316,16 @@ def batch_infos(list entries not None, Py_ssize_t num_envs):
         i = _check_index(env_index, num_envs)
         _fold(out, info, env_index, i, num_envs)
     return out
+
+
+def batch_block_infos(list entries not None, Py_ssize_t num_envs):
+    """:func:`batch_infos`, and whether every value was stored exactly as it came.
+
+    The flag is True when each value had its array's own type (a Python float in a
+    float64 array, an array of the row's dtype and shape...): no numpy cast ran and
+    no object array was involved, so the arrays hold the values losslessly.
+    """
+    global _python_stores
+    _python_stores = 0
+    out = batch_infos(entries, num_envs)
+    return out, _python_stores == 0

@@ -16,7 +16,6 @@ import numpy as np
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from fastvec._actions import ActionChecker
-from fastvec._kernels.infos import batch_infos
 from fastvec._kernels.rows import gather_rows
 from fastvec._kernels.stepping import Autoreset
 from fastvec._layout import batch_views
@@ -156,7 +155,8 @@ class AsyncBatches:
         infos = {}
         if entries:
             position = {int(e): k for k, e in enumerate(env_ids)}
-            infos = batch_infos([(position[i], info) for i, info in entries], len(env_ids))
+            infos = self._batch_infos([(position[i], info) for i, info in entries],
+                                      len(env_ids), position)
         if self._stats is not None:
             resets = np.repeat(self._resetting[chosen], self._block_size)
             self._stats.record(self, infos, env_ids, skip=resets)

@@ -341,7 +341,7 @@ class BatchedVecEnv(VectorEnv):
             raise NoAsyncCallError("step_wait() called without a pending step_async()", "step")
         self._pending = None
         entries = self._finish_step()
-        infos = batch_infos(entries, self.num_envs) if entries else {}
+        infos = self._batch_infos(entries, self.num_envs) if entries else {}
         if self._stats is not None:
             self._stats.record(self, infos)
         return (
@@ -360,6 +360,10 @@ class BatchedVecEnv(VectorEnv):
         self._obs_out = concatenate(self.single_observation_space, self._obs_objects,
                                     self._obs_out)
         return deepcopy(self._obs_out) if self.copy else self._obs_out
+
+    def _batch_infos(self, entries: list, num_envs: int) -> dict:
+        """Gymnasium's dict-of-arrays infos of ``(env_index, info)`` entries."""
+        return batch_infos(entries, num_envs)
 
     def _check_open(self) -> None:
         if self.closed:

@@ -23,7 +23,9 @@ import cloudpickle
 import numpy as np
 from gymnasium.vector.utils import batch_space, iterate
 
+from fastvec import _info_slab as slab
 from fastvec._kernels.barrier import Barrier, set_parent_death_signal
+from fastvec._kernels.infos import batch_block_infos
 from fastvec._kernels.stepping import EnvBlock
 from fastvec._layout import batch_views, copy_tree, layout_of
 from fastvec._shm import SharedBlock
@@ -47,6 +49,7 @@ class Status(IntEnum):
     ERROR = 1  # an error report follows on the pipe
     MESSAGE = 2  # a reply follows on the pipe
     MESSAGE_SENT = 3  # a reply is on the pipe already
+    INFOS = 4  # the step's infos are in the worker's info area (fastvec._info_slab)
 
 
 def run(worker_index: int, env_fns_bytes: bytes, conn: Any, death_signal: bool = True) -> None:
@@ -126,6 +129,11 @@ class _Server:
         self.barrier = Barrier(arrays["barrier"], n_workers)
         self.barrier.start_worker(index)
         self.control_index: int | None = None  # in the block: the env a control runs on
+        self.info_area = arrays["infos"][index]
+        self.infos_raw_only = arrays["infos_raw_only"]  # set by the parent: no info area
+        self.info_schema: slab.Schema | None = None  # the layout the parent knows
+        self.info_views: list[np.ndarray] = []
+        self.last_entries: list = []  # the last step's infos, for the parent to ask again
 
     def serve(self, parent: int) -> None:
         handlers = {Command.STEP: self.step, Command.RESET: self.reset,
@@ -149,6 +157,8 @@ class _Server:
                 continue
             if reply is None:
                 self.barrier.finish(self.index, Status.OK)
+            elif reply is Status.INFOS:
+                self.barrier.finish(self.index, Status.INFOS)
             else:
                 self._reply(reply)
 
@@ -182,11 +192,33 @@ class _Server:
             return list(batch)
         return list(iterate(self.block_action_space, batch))
 
-    def step(self) -> tuple | None:
+    def step(self) -> tuple | int | None:
         entries = self.env_block.step(self._actions())
-        if entries or self.obs_objects is not None:
+        if self.obs_objects is not None:
             return ("step", entries, self.obs_objects)
-        return None
+        if not entries:
+            return None
+        return self._infos_reply(entries)
+
+    def _infos_reply(self, entries: list) -> tuple | int:
+        """Status.INFOS with the infos in the info area, else the raw infos to send."""
+        self.last_entries = entries
+        if self.infos_raw_only[0]:
+            return ("step", entries, None)
+        batched, exact = batch_block_infos([(i - self.first, info) for i, info in entries],
+                                           self.count)
+        leaves = slab.leaves_of(batched) if exact else None
+        if leaves is None:
+            return ("step", entries, None)
+        schema = slab.schema_of(leaves)
+        if schema == self.info_schema:
+            slab.write_leaves(self.info_views, leaves)
+            return Status.INFOS
+        views = slab.area_views(schema, self.info_area)
+        if views is None:
+            return ("step", entries, None)
+        self.info_schema, self.info_views = schema, views
+        return ("step", entries, None, schema)  # the parent learns the new layout
 
     def reset(self) -> tuple | None:
         seeds, options, mask = self.conn.recv()
@@ -216,6 +248,9 @@ class _Server:
     def _do_set_attr(self, name: str, values: list) -> None:
         for env, value in zip(self._each_env(), values, strict=True):
             env.set_wrapper_attr(name, value)
+
+    def _do_last_infos(self) -> list:
+        return self.last_entries
 
     def _do_render(self) -> list:
         return [env.render() for env in self._each_env()]

@@ -25,7 +25,17 @@ from gymnasium.vector import AutoresetMode
 
 from fastvec._async import AsyncBatches, check_batch_size
 from fastvec._base import BatchedVecEnv
+from fastvec._info_slab import (
+    INFO_BYTES,
+    Block,
+    Mismatch,
+    area_views,
+    batch_entries,
+    fetch_raw,
+    read_block,
+)
 from fastvec._kernels.barrier import Barrier, barrier_nbytes
+from fastvec._kernels.infos import batch_infos
 from fastvec._layout import batch_views, layout_of
 from fastvec._procs import SLICE_SECONDS, WorkerProcess, send_all
 from fastvec._shm import SharedBlock, plan_block
@@ -178,10 +188,13 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
             ("terminations", (n,), "?"),
             ("truncations", (n,), "?"),
             ("needs_reset", (n,), "?"),
+            ("infos", (self.num_workers, INFO_BYTES), "u1"),
+            ("infos_raw_only", (1,), "u1"),
         ])
         self._shared = SharedBlock.create(self._plan)
         arrays = self._shared.arrays
         self._barrier = Barrier(arrays["barrier"], self.num_workers)
+        self._info_layouts: list[tuple | None] = [None] * self.num_workers  # (schema, views)
         self._action_layout = act_layout
         self._action_views = None if act_layout is None else batch_views(
             act_layout, arrays["actions"])
@@ -313,6 +326,8 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         status = self._barrier.status(w)
         if status == Status.OK:
             return None
+        if status == Status.INFOS:
+            return Status.INFOS
         try:
             if status == Status.MESSAGE_SENT:  # whole on the pipe: no need to wait
                 return self._workers[w].recv_now(what)
@@ -331,18 +346,56 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
                 raise exc
         for w in sorted(replies):
             a, b = self._bounds[w]
+            reply = replies[w]
             if w in failures:
                 entries.extend(self._restart(w, restart_truncates))
-            elif replies[w] is not None:
-                entries.extend(replies[w][1])
-                if replies[w][2] is not None:
-                    self._obs_objects[a:b] = replies[w][2]
+            elif reply is Status.INFOS:
+                schema, views = self._info_layouts[w]
+                entries.append((a, Block(read_block(schema, views), b - a, w)))
+            elif reply is not None:
+                entries.extend(reply[1])
+                if reply[2] is not None:
+                    self._obs_objects[a:b] = reply[2]
+                if len(reply) > 3:  # the worker's infos will come through its info area
+                    area = self._shared.arrays["infos"][w]
+                    self._info_layouts[w] = (reply[3], area_views(reply[3], area))
         return entries
+
+    def _batch_infos(self, entries: list, num_envs: int,
+                     position: dict[int, int] | None = None) -> dict:
+        """Infos of entries, some of them workers' blocks; raw infos when blocks disagree.
+
+        ``position`` maps env index to row (async batches) for raw entries fetched again.
+        """
+        try:
+            return batch_entries(entries, num_envs)
+        except Mismatch:
+            pass
+        # Two workers' blocks disagree on a leaf's dtype or shape, so the blocks' arrays
+        # cannot be combined exactly: ask for the raw infos, and from now on send only those.
+        self._shared.arrays["infos_raw_only"][0] = 1
+        raw = {}
+        for index, info in entries:
+            if type(info) is Block:
+                fetched = self._last_infos(info.worker)
+                raw[index] = [(i if position is None else position[i], value)
+                              for i, value in fetched]
+        return batch_infos(fetch_raw(entries, raw), num_envs)
+
+    def _last_infos(self, w: int) -> list:
+        """Worker ``w``'s raw infos of its last step (it is idle: its reply was read)."""
+        self._workers[w].send(("last_infos", ()))
+        self._post([w], Command.CONTROL)
+        reply = self._collect([w], "a resend of infos")[w]
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply[1]
 
     def _restart(self, w: int, truncate: bool) -> list:
         """Replace worker ``w`` with a new one, rebuild and reset its envs."""
         self._workers[w].kill()
         self._barrier.settle(w)
+        self._info_layouts[w] = None
         self._workers[w] = WorkerProcess(self._ctx, w, self._env_fns_bytes[w])
         deadline = time.monotonic() + STARTUP_SECONDS
         self._hello(w, deadline)

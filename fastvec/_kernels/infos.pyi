@@ -11,3 +11,8 @@ def batch_infos(
     entries: list[tuple[SupportsIndex, dict[Any, Any]]], num_envs: int
 ) -> dict[Any, Any]:
     """Fold ``(env_index, info)`` pairs, in order, into a new batched info dict."""
+
+def batch_block_infos(
+    entries: list[tuple[SupportsIndex, dict[Any, Any]]], num_envs: int
+) -> tuple[dict[Any, Any], bool]:
+    """:func:`batch_infos`, and whether every value was stored exactly as it came."""
