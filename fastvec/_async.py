@@ -57,6 +57,7 @@ class AsyncBatches:
         self._checkers: dict[int, ActionChecker] = {}
         self._sent_ids: np.ndarray | None = None  # the last batch recv() returned ...
         self._sent_workers: list[int] = []  # ... and its workers
+        self._sent_bytes = b""
 
     @property
     def _async_mode(self) -> bool:
@@ -161,6 +162,7 @@ class AsyncBatches:
             resets = np.repeat(self._resetting[chosen], self._block_size)
             self._stats.record(self, infos, env_ids, skip=resets)
         self._sent_ids, self._sent_workers = env_ids.copy(), chosen
+        self._sent_bytes = env_ids.tobytes()
         return (self._batch_obs(rows, env_ids), self._rewards[rows].copy(),
                 self._terminations[rows].copy(), self._truncations[rows].copy(), infos,
                 env_ids)
@@ -212,8 +214,9 @@ class AsyncBatches:
     def _check_env_ids(self, env_ids: Any) -> tuple[np.ndarray, list[int]]:
         """``env_ids`` as int64 and the workers they name; ValueError if they cannot be sent."""
         last = self._sent_ids
-        if (isinstance(env_ids, np.ndarray) and last is not None and env_ids.shape == last.shape
-                and self._held[self._sent_workers].all() and np.array_equal(env_ids, last)):
+        if (type(env_ids) is np.ndarray and last is not None and env_ids.dtype == last.dtype
+                and env_ids.tobytes() == self._sent_bytes
+                and self._held[self._sent_workers].all()):
             return last, self._sent_workers  # the batch recv() just returned: checked there
         ids = np.asarray(env_ids)
         if ids.ndim != 1 or ids.size == 0 or ids.dtype.kind not in "iu":

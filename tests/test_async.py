@@ -170,7 +170,13 @@ def test_misuse_is_an_error_never_a_hang(make_async):
         envs.send(np.zeros(3, np.int64), ids)
     with pytest.raises(ValueError, match="out of range"):
         envs.send(np.array([0, 7]), ids)
+    changed = ids.copy()
+    changed[:] = others  # the returned array, edited in place, is checked again
+    with pytest.raises(ValueError, match="in flight"):
+        envs.send(np.zeros(2, np.int64), changed)
     envs.send(np.zeros(2, np.int64), ids)  # still usable
+    with pytest.raises(ValueError, match="in flight"):
+        envs.send(np.zeros(2, np.int64), ids)  # sent already
     assert len(envs.recv()[-1]) == 2
 
 
