@@ -99,8 +99,9 @@ class _LeafCheck:
             found = find_out_of_range(values, low, high)
         if found is not None:
             env, column = found
-            raise ValueError(f"{where} for env {env} is out of range: got {values[env, column]}, "
-                             f"expected values in [{low[column]}, {high[column]}] "
+            raise ValueError(f"{where}: the action for env {env} is out of range: got "
+                             f"{values[env, column]}, expected values in "
+                             f"[{low[column]}, {high[column]}] "
                              f"for {self.space}")
         return np.array(values.reshape(self.shape), dtype=self.dtype)  # a fresh copy
 

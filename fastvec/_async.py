@@ -18,7 +18,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 from fastvec._actions import ActionChecker
 from fastvec._kernels.rows import gather_rows
 from fastvec._kernels.stepping import Autoreset
-from fastvec._layout import batch_views
+from fastvec._layout import batch_views, copy_tree
 from fastvec._worker import Command
 from fastvec.errors import AlreadyPendingCallError, FastVecError, NoAsyncCallError
 
@@ -58,6 +58,8 @@ class AsyncBatches:
         self._sent_ids: np.ndarray | None = None  # the last batch recv() returned ...
         self._sent_workers: list[int] = []  # ... and its workers
         self._sent_bytes = b""
+        self._rows_are_leaf = (self.layout is not None and len(self.layout.leaves) == 1
+                               and self.layout.leaves[0].nbytes == self.layout.record_size)
 
     @property
     def _async_mode(self) -> bool:
@@ -101,11 +103,15 @@ class AsyncBatches:
             busy = [w for w in workers if self._in_flight[w]]
             raise ValueError(f"reset_mask selects envs of workers {busy}, which are in flight; "
                              "recv() them before resetting")
+        # The reset envs start afresh; the other envs of their workers' blocks come back
+        # in the next batch again with their last results (flags included, so a trainer
+        # still sees that an unmasked env ended).
         for w in workers:
             a, b = self._bounds[w]
-            self._rewards[a:b] = 0.0
-            self._terminations[a:b] = False
-            self._truncations[a:b] = False
+            reset = slice(a, b) if mask is None else np.flatnonzero(mask[a:b]) + a
+            self._rewards[reset] = 0.0
+            self._terminations[reset] = False
+            self._truncations[reset] = False
         self._post_reset(workers, seeds, options, mask)
         if self._stats is not None:
             self._stats.reset(mask)
@@ -126,7 +132,8 @@ class AsyncBatches:
         A second ``recv`` without ``send`` returns the next ready batch.
 
         Returns:
-            The batch's arrays, each of length ``batch_size``, infos in Gymnasium's
+            The batch's arrays, each of length ``batch_size`` (fewer when fewer envs
+            are in flight), infos in Gymnasium's
             dict-of-arrays form for those envs, and ``env_ids`` (int64, ascending):
             which envs the batch holds, in its order.
 
@@ -173,11 +180,12 @@ class AsyncBatches:
             out = create_empty_array(self.single_observation_space, len(env_ids))
             return concatenate(self.single_observation_space, objects, out)
         if isinstance(rows, slice):
-            view = self._rows[rows]
-            return batch_views(self.layout, view.copy() if self.copy else view)
+            views = batch_views(self.layout, self._rows[rows])
+            return copy_tree(views) if self.copy else views
         gathered = np.empty((len(env_ids), self._rows.shape[1]), dtype=np.uint8)
         gather_rows(self._rows, env_ids, gathered)
-        return batch_views(self.layout, gathered)
+        views = batch_views(self.layout, gathered)  # fresh, but padded records are strided
+        return copy_tree(views) if self.copy and not self._rows_are_leaf else views
 
     def send(self, actions: Any, env_ids: Any) -> None:
         """Step exactly the envs ``env_ids`` (whole worker blocks returned by ``recv``).

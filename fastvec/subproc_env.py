@@ -478,8 +478,10 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
 
     def _check_usable(self) -> None:
         if self._broken is not None:
+            hint = "" if self.on_worker_failure == "restart" else (
+                ", or use on_worker_failure='restart' (it covers steps and resets)")
             raise FastVecError(f"this SubprocVecEnv is unusable ({self._broken}); close it "
-                               "and make a new one, or use on_worker_failure='restart'")
+                               f"and make a new one{hint}")
 
     def close_extras(self, **kwargs: Any) -> None:
         """Stop every worker and release the shared memory."""

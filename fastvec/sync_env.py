@@ -76,9 +76,12 @@ class SyncVecEnv(BatchedVecEnv):
                     first.metadata, first.render_mode, autoreset_mode, copy,
                     episode_statistics)
         self._envs_block = self._block(self.envs)
-        # copy=True with a single array leaf: write each step into a fresh batch buffer
-        # and hand that out, instead of writing one buffer and copying it out.
-        self._fresh_rows = self.copy and self.layout is not None and len(self.layout.leaves) == 1
+        # copy=True with a single array leaf that fills its record (so the batch is
+        # C-contiguous): write each step into a fresh batch buffer and hand that out,
+        # instead of writing one buffer and copying it out.
+        self._fresh_rows = (self.copy and self.layout is not None
+                            and len(self.layout.leaves) == 1
+                            and self.layout.leaves[0].nbytes == self.layout.record_size)
 
     def _next_rows(self, keep: bool) -> None:
         if self._fresh_rows:

@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import fastvec
@@ -121,6 +122,26 @@ def test_disabled_mode_resets_by_mask(make_async):
             continue
         envs.send(np.ones(len(ids), np.int64), ids)
     assert ends > 3
+
+
+def test_masked_reset_keeps_the_flags_of_the_blocks_other_envs(make_async):
+    fns = make_fns(CountingEnv, 4, per_env={"episode_len": [1, 9, 9, 9]})
+    envs = make_async(fns, num_workers=2, batch_size=2)
+    envs.async_reset(seed=0)
+    envs.recv()
+    envs.recv()  # both blocks held; envs 2 and 3 stay held from here on
+    both = np.array([0, 1])
+    envs.send(np.ones(2, np.int64), both)
+    obs, rew, term, trunc, infos, ids = envs.recv()
+    assert ids.tolist() == [0, 1] and term.tolist() == [True, False]  # env 0 ended
+    envs.async_reset(options={"reset_mask": np.array([False, True, False, False])})
+    obs, rew, term, trunc, infos, ids = envs.recv()
+    assert ids.tolist() == [0, 1]
+    assert term.tolist() == [True, False]  # env 0 is still reported as ended
+    assert obs.tolist() == [1, 0]
+    envs.send(np.ones(2, np.int64), ids)
+    obs, rew, term, trunc, infos, ids = envs.recv()
+    assert obs.tolist() == [0, 1] and rew.tolist() == [0.0, 1.0]  # env 0 autoreset
 
 
 def test_second_recv_returns_the_next_ready_batch_then_raises(make_async):
@@ -281,3 +302,40 @@ def test_object_spaces_work(make_async):
     envs.send(np.zeros(2, np.int64), ids)
     assert len(envs.recv()[-1]) == 2
 
+
+
+class PaddedObsEnv(CountingEnv):
+    """A (3,) float32 observation: 12 bytes in a 16-byte record, so views are strided."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.observation_space = spaces.Box(-1e9, 1e9, (3,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return np.full(3, obs, np.float32), info
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return (np.full(3, obs, np.float32), *rest)
+
+
+@pytest.mark.parametrize("impl", ["sync", "subproc", "async"])
+def test_copied_observations_are_c_contiguous(make_async, impl):
+    fns = make_fns(PaddedObsEnv, 4)
+    if impl == "sync":
+        envs = fastvec.SyncVecEnv(fns)
+    else:
+        envs = make_async(fns, num_workers=4, batch_size=2 if impl == "async" else None)
+    if impl == "async":
+        envs.async_reset(seed=0)
+        for _ in range(8):
+            obs, *_, ids = envs.recv()
+            assert obs.flags.c_contiguous and obs.shape == (2, 3)
+            envs.send(np.ones(2, np.int64), ids)
+    else:
+        obs, _ = envs.reset(seed=0)
+        assert obs.flags.c_contiguous
+        obs = envs.step(np.ones(4, np.int64))[0]
+        assert obs.flags.c_contiguous and obs.tolist() == [[1.0] * 3] * 4
+    envs.close()
