@@ -361,6 +361,22 @@ class BatchedVecEnv(VectorEnv):
                                     self._obs_out)
         return deepcopy(self._obs_out) if self.copy else self._obs_out
 
+    def _env_indices(self, indices: Any) -> list[int]:
+        """``indices`` (None for all, an int, or ints) as a list, each checked."""
+        if indices is None:
+            return list(range(self.num_envs))
+        if isinstance(indices, numbers.Integral):
+            indices = [indices]
+        out = []
+        for i in indices:
+            if not isinstance(i, numbers.Integral) or isinstance(i, bool) \
+                    or not 0 <= i < self.num_envs:
+                raise ValueError(f"expected env indices in [0, {self.num_envs}), got {i!r}")
+            out.append(int(i))
+        if len(set(out)) != len(out):
+            raise ValueError(f"expected distinct env indices, got {out}")
+        return out
+
     def _batch_infos(self, entries: list, num_envs: int) -> dict:
         """Gymnasium's dict-of-arrays infos of ``(env_index, info)`` entries."""
         return batch_infos(entries, num_envs)

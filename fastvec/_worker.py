@@ -245,6 +245,14 @@ class _Server:
             results.append(target(*args, **kwargs) if callable(target) else target)
         return results
 
+    def _do_call_each(self, fn_bytes: bytes, local: list[int]) -> list:
+        fn = cloudpickle.loads(fn_bytes)
+        results = []
+        for k in local:
+            self.control_index = k
+            results.append(fn(self.envs[k]))
+        return results
+
     def _do_set_attr(self, name: str, values: list) -> None:
         for env, value in zip(self._each_env(), values, strict=True):
             env.set_wrapper_attr(name, value)

@@ -457,6 +457,19 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         results = self._control("call", [(name, args, kwargs)] * self.num_workers)
         return tuple(value for block in results for value in block)
 
+    def call_each(self, fn: Callable[[gym.Env], Any], indices: Any = None) -> tuple[Any, ...]:
+        """``fn(env)`` in the workers for each env, or for the envs ``indices``, in that order.
+
+        ``fn`` travels with cloudpickle (lambdas work); its results must pickle.
+        """
+        targets = self._env_indices(indices)
+        fn_bytes = cloudpickle.dumps(fn)
+        asked = [[i - a for i in sorted(set(targets)) if a <= i < b] for a, b in self._bounds]
+        results = self._control("call_each", [(fn_bytes, local) for local in asked])
+        by_env = {self._bounds[w][0] + k: value for w, block in enumerate(results)
+                  for k, value in zip(asked[w], block, strict=True)}
+        return tuple(by_env[i] for i in targets)
+
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """Attribute ``name`` of every env."""
         return self.call(name)

@@ -136,6 +136,30 @@ class SyncVecEnv(BatchedVecEnv):
             results.append(target(*args, **kwargs) if callable(target) else target)
         return tuple(results)
 
+    def call_each(self, fn: Callable[[gym.Env], Any], indices: Any = None) -> tuple[Any, ...]:
+        """``fn(env)`` for each env, or for the envs ``indices``, in that order.
+
+        Args:
+            fn: Any callable taking an env (``SubprocVecEnv`` sends it to the workers
+                with cloudpickle, so lambdas work there too).
+            indices: None (every env), an env index, or a sequence of them.
+
+        Returns:
+            One result per env asked for.
+
+        Raises:
+            ClosedEnvError: The vector env is closed.
+            ValueError: An index is out of range.
+
+        Example:
+            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 3)
+            >>> envs.call_each(lambda env: env.spec.id, indices=[2])
+            ('CartPole-v1',)
+            >>> envs.close()
+        """
+        self._check_open()
+        return tuple(fn(self.envs[i]) for i in self._env_indices(indices))
+
     def get_attr(self, name: str) -> tuple[Any, ...]:
         """Attribute ``name`` of every env (a method is called without arguments).
 

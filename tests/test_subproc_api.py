@@ -28,6 +28,7 @@ import pytest
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, VectorEnv
 
+from fastvec.errors import WorkerError
 from tests import leaks
 from tests.compare import assert_obs_equal, assert_tree_equal, check_attributes, run_parity
 from tests.envs import (
@@ -839,3 +840,25 @@ def test_infos_of_any_size_arrive(size, make):
         got, want = vec.step(zeros(4)), ref.step(zeros(4))
         assert_tree_equal(got[4], want[4])
     ref.close()
+
+
+# ---------------------------------------------------------------------------
+# call_each: any function on chosen envs, in their processes
+
+
+@pytest.mark.parametrize("backend", ["sync", "subproc"])
+def test_call_each_runs_a_function_on_chosen_envs(backend, make, make_vec):
+    fns = make_fns(ProbeEnv, 5)
+    vec = make(fns, num_workers=2) if backend == "subproc" else make_vec(fns)
+    assert vec.call_each(lambda env: env.env_id) == (0, 1, 2, 3, 4)
+    assert vec.call_each(lambda env: env.env_id * 10, indices=[4, 0, 2]) == (40, 0, 20)
+    assert vec.call_each(lambda env: env.env_id, indices=3) == (3,)
+    pids = vec.call_each(lambda env: os.getpid())
+    assert (os.getpid() in pids) == (backend == "sync")
+    for bad in ([5], [-1], [1, 1], ["0"]):
+        with pytest.raises(ValueError, match="env indices"):
+            vec.call_each(len, indices=bad)
+    error = WorkerError if backend == "subproc" else ZeroDivisionError
+    with pytest.raises(error):
+        vec.call_each(lambda env: 1 / 0, indices=[3])
+    assert vec.call_each(lambda env: env.env_id, indices=[1]) == (1,)  # still usable

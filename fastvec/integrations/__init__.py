@@ -1,0 +1,1 @@
+"""Adapters that plug fastvec vector envs into other RL libraries (optional extras)."""
