@@ -327,7 +327,10 @@ OPTIONAL = {
 
 @pytest.mark.parametrize("name", list(OPTIONAL))
 def test_an_absent_optional_package_makes_its_system_unavailable(monkeypatch, name) -> None:
-    monkeypatch.setitem(sys.modules, OPTIONAL[name], None)  # import of it now fails
+    package = OPTIONAL[name]
+    for module in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        monkeypatch.setitem(sys.modules, module, None)  # imports of it now fail,
+    monkeypatch.setitem(sys.modules, package, None)  # even when imported before
     reason = bench.unavailable_reason(name)
     assert reason is not None and reason.startswith("unavailable: ModuleNotFoundError")
 

@@ -133,7 +133,7 @@ def _batch_by_blocks(blocks: list, num_envs: int) -> dict:
         return batch_infos(slab.fetch_raw(mixed, by_start), num_envs)
 
 
-@pytest.mark.filterwarnings("ignore:invalid value encountered in cast:RuntimeWarning")
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
 @settings(max_examples=300, deadline=None)
 @given(block_entries())
 def test_merged_blocks_equal_batching_every_env(drawn):

@@ -157,7 +157,7 @@ def test_attributes_methods_and_wrappers_by_index(backend):
 
 @pytest.mark.subprocess
 def test_sb3_wrappers_wrap_it():
-    venv = make_sb3_env("CartPole-v1", 4, backend="subproc", seed=0,
+    venv = make_sb3_env("CartPole-v1", 4, backend="subproc", seed=0, monitor=False,
                         vector_kwargs={"num_workers": 2})
     wrapped = VecNormalize(VecFrameStack(VecMonitor(venv), n_stack=3))
     obs = wrapped.reset()
@@ -165,7 +165,7 @@ def test_sb3_wrappers_wrap_it():
     for _ in range(60):
         obs, rewards, dones, infos = wrapped.step(np.ones(4, np.int64))
     assert obs.shape == (4, 12) and np.isfinite(obs).all()
-    assert any("episode" in info for info in infos) or wrapped.venv.venv.episode_count >= 0
+    assert wrapped.venv.venv.episode_count > 0  # VecMonitor saw episodes end
     wrapped.close()
     with pytest.raises(ClosedEnvError):
         venv.envs.reset()
