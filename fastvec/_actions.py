@@ -72,7 +72,7 @@ class _LeafCheck:
         self.space = space
         self.num_envs = num_envs
         self.dtype = np.dtype(space.dtype)
-        shape = () if isinstance(space, spaces.Discrete) else tuple(space.shape)
+        shape = () if isinstance(space, spaces.Discrete) else tuple(space.shape or ())
         self.shape = (num_envs, *shape)
         self.bounds = None if isinstance(space, spaces.Box) else _integer_bounds(space)
 
@@ -93,7 +93,8 @@ class _LeafCheck:
         values = array.reshape(self.num_envs, -1)
         low, high = self.bounds
         if array.dtype == np.uint64 and values.size and values.max() > _INT64_MAX:
-            found = tuple(np.argwhere(values > _INT64_MAX)[0])  # would wrap in int64
+            env, column = np.argwhere(values > _INT64_MAX)[0]  # would wrap in int64
+            found: tuple[int, int] | None = (int(env), int(column))
         else:
             values = np.ascontiguousarray(values, dtype=np.int64)
             found = find_out_of_range(values, low, high)
@@ -122,5 +123,5 @@ def _integer_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray]:
     if isinstance(space, spaces.MultiDiscrete):
         low = np.ascontiguousarray(space.start, dtype=np.int64).ravel()
         return low, low + np.asarray(space.nvec, dtype=np.int64).ravel() - 1
-    size = int(np.prod(space.shape))
+    size = int(np.prod(space.shape or ()))
     return np.zeros(size, np.int64), np.ones(size, np.int64)

@@ -10,15 +10,17 @@ one batch buffer.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
+import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
 from fastvec._actions import ActionChecker
 from fastvec._kernels.rows import gather_rows
 from fastvec._kernels.stepping import Autoreset
-from fastvec._layout import batch_views, copy_tree
+from fastvec._layout import Layout, batch_views, copy_tree
 from fastvec._worker import Command
 from fastvec.errors import AlreadyPendingCallError, FastVecError, NoAsyncCallError
 
@@ -48,6 +50,40 @@ def check_batch_size(batch_size: int | None, num_envs: int, num_workers: int) ->
 
 class AsyncBatches:
     """``async_reset`` / ``recv`` / ``send``, mixed into ``SubprocVecEnv``."""
+
+    if TYPE_CHECKING:  # what SubprocVecEnv and BatchedVecEnv provide
+        num_envs: int
+        num_workers: int
+        batch_size: int
+        copy: bool
+        layout: Layout | None
+        single_observation_space: gym.Space
+        single_action_space: gym.Space
+        _bounds: list[tuple[int, int]]
+        _rows: np.ndarray | None
+        _obs_objects: list[Any] | None
+        _rewards: np.ndarray
+        _terminations: np.ndarray
+        _truncations: np.ndarray
+        _needs_reset: np.ndarray
+        _stats: Any
+        _pending: bool | None
+        _mode_code: int
+
+        def _check_open(self) -> None: ...
+        def _check_usable(self) -> None: ...
+        def _seeds(self, seed: Any) -> list: ...
+        def _reset_mask(self, mask: Any) -> np.ndarray: ...
+        def _collect(self, workers: Sequence[int], what: str, want: int | None = None
+                     ) -> dict[int, Any]: ...
+        def _merge(self, replies: dict[int, Any], restart_truncates: bool) -> list: ...
+        def _post(self, workers: Sequence[int], command: Command) -> None: ...
+        def _post_reset(self, workers: list[int], seeds: list, options: dict | None,
+                        mask: np.ndarray | None) -> None: ...
+        def _send_actions(self, workers: Sequence[int], checked: Any, checker: Any,
+                          env_ids: np.ndarray | None) -> None: ...
+        def _batch_infos(self, entries: list, num_envs: int,
+                         position: dict[int, int] | None = None) -> dict: ...
 
     def _init_async(self) -> None:
         self._in_flight = np.zeros(self.num_workers, dtype=np.bool_)
@@ -154,9 +190,9 @@ class AsyncBatches:
         entries = self._merge(replies, restart_truncates=True)
         self._held[chosen] = True
         if chosen[-1] - chosen[0] == len(chosen) - 1:  # neighbouring blocks: one slice
-            rows: slice | np.ndarray = slice(self._bounds[chosen[0]][0],
-                                             self._bounds[chosen[-1]][1])
-            env_ids = np.arange(rows.start, rows.stop)
+            start, stop = self._bounds[chosen[0]][0], self._bounds[chosen[-1]][1]
+            rows: slice | np.ndarray = slice(start, stop)
+            env_ids = np.arange(start, stop)
         else:
             env_ids = np.concatenate([np.arange(*self._bounds[w]) for w in chosen])
             rows = env_ids
@@ -176,9 +212,11 @@ class AsyncBatches:
 
     def _batch_obs(self, rows: slice | np.ndarray, env_ids: np.ndarray) -> Any:
         if self.layout is None:
+            assert self._obs_objects is not None  # the object path
             objects = [self._obs_objects[i] for i in env_ids]
-            out = create_empty_array(self.single_observation_space, len(env_ids))
+            out: Any = create_empty_array(self.single_observation_space, len(env_ids))
             return concatenate(self.single_observation_space, objects, out)
+        assert self._rows is not None
         if isinstance(rows, slice):
             views = batch_views(self.layout, self._rows[rows])
             return copy_tree(views) if self.copy else views

@@ -357,8 +357,9 @@ class BatchedVecEnv(VectorEnv):
     def _observations(self) -> Any:
         if self.layout is not None:
             return copy_tree(self._obs_views) if self.copy else self._obs_views
+        assert self._obs_objects is not None  # the object path
         self._obs_out = concatenate(self.single_observation_space, self._obs_objects,
-                                    self._obs_out)
+                                    self._obs_out)  # type: ignore[arg-type]
         return deepcopy(self._obs_out) if self.copy else self._obs_out
 
     def _env_indices(self, indices: Any) -> list[int]:
@@ -370,7 +371,7 @@ class BatchedVecEnv(VectorEnv):
         out = []
         for i in indices:
             if not isinstance(i, numbers.Integral) or isinstance(i, bool) \
-                    or not 0 <= i < self.num_envs:
+                    or not 0 <= int(i) < self.num_envs:
                 raise ValueError(f"expected env indices in [0, {self.num_envs}), got {i!r}")
             out.append(int(i))
         if len(set(out)) != len(out):
@@ -445,6 +446,7 @@ class _EpisodeStats:
         order; ``skip`` marks batch entries that were resets, not steps (async).
         """
         if skip is not None and skip.any():
+            assert index is not None  # skips come with async batches
             batch = len(skip)
             index = index[~skip]
         where = slice(None) if index is None else index
@@ -454,11 +456,12 @@ class _EpisodeStats:
             state = [np.ascontiguousarray(part) for part in state]
         n = len(state[0])
         out_r, out_l, out_t = (self._out[0][:n], self._out[1][:n], self._out[2][:n])
+        prev_dones, returns, lengths, starts = state
         finished = update_episode_stats(
             np.ascontiguousarray(env._terminations[where]),
             np.ascontiguousarray(env._truncations[where]),
-            np.ascontiguousarray(env._rewards[where]), *state, time.perf_counter(),
-            env._mode_code == Autoreset.SAME_STEP, out_r, out_l, out_t)
+            np.ascontiguousarray(env._rewards[where]), prev_dones, returns, lengths, starts,
+            time.perf_counter(), env._mode_code == Autoreset.SAME_STEP, out_r, out_l, out_t)
         if index is not None:
             self.prev_dones[index], self.returns[index], self.lengths[index], \
                 self.starts[index] = state

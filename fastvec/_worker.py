@@ -157,10 +157,10 @@ class _Server:
                 continue
             if reply is None:
                 self.barrier.finish(self.index, Status.OK)
-            elif reply is Status.INFOS:
-                self.barrier.finish(self.index, Status.INFOS)
-            else:
+            elif isinstance(reply, tuple):
                 self._reply(reply)
+            else:  # Status.INFOS: the infos are in the info area already
+                self.barrier.finish(self.index, Status.INFOS)
 
     def _reply(self, reply: tuple) -> None:
         """Report done with a message; a small one is on the pipe before the parent wakes.

@@ -120,6 +120,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
     ) -> None:
         self._workers: list[WorkerProcess] = []
         self._shared: SharedBlock | None = None
+        self._arrays: dict[str, np.ndarray] = {}
         self._broken: str | None = None
         num_envs = len(env_fns)
         if num_envs < 1:
@@ -192,7 +193,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
             ("infos_raw_only", (1,), "u1"),
         ])
         self._shared = SharedBlock.create(self._plan)
-        arrays = self._shared.arrays
+        arrays = self._arrays = self._shared.arrays
         self._barrier = Barrier(arrays["barrier"], self.num_workers)
         self._info_layouts: list[tuple | None] = [None] * self.num_workers  # (schema, views)
         self._action_layout = act_layout
@@ -205,6 +206,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         worker = self._workers[w]
         worker.send(("attach", self._plan, self._bounds[w][0], self.num_workers,
                      self._mode_code))
+        assert self._shared is not None
         worker.send_fd(self._shared.fd)
         message = worker.recv(deadline, "start-up")
         if message[0] == "error":
@@ -350,14 +352,17 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
             if w in failures:
                 entries.extend(self._restart(w, restart_truncates))
             elif reply is Status.INFOS:
-                schema, views = self._info_layouts[w]
+                layout = self._info_layouts[w]
+                assert layout is not None  # the worker sent it before using its area
+                schema, views = layout
                 entries.append((a, Block(read_block(schema, views), b - a, w)))
             elif reply is not None:
                 entries.extend(reply[1])
                 if reply[2] is not None:
+                    assert self._obs_objects is not None
                     self._obs_objects[a:b] = reply[2]
                 if len(reply) > 3:  # the worker's infos will come through its info area
-                    area = self._shared.arrays["infos"][w]
+                    area = self._arrays["infos"][w]
                     self._info_layouts[w] = (reply[3], area_views(reply[3], area))
         return entries
 
@@ -373,7 +378,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
             pass
         # Two workers' blocks disagree on a leaf's dtype or shape, so the blocks' arrays
         # cannot be combined exactly: ask for the raw infos, and from now on send only those.
-        self._shared.arrays["infos_raw_only"][0] = 1
+        self._arrays["infos_raw_only"][0] = 1
         raw = {}
         for index, info in entries:
             if type(info) is Block:
@@ -409,6 +414,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
             raise reply
         entries = [] if reply is None else list(reply[1])
         if reply is not None and reply[2] is not None:
+            assert self._obs_objects is not None
             self._obs_objects[a:b] = reply[2]
         self._rewards[a:b] = 0.0
         self._terminations[a:b] = False
@@ -512,6 +518,7 @@ class SubprocVecEnv(AsyncBatches, BatchedVecEnv):
         for worker in self._workers:
             worker.stop(deadline - time.monotonic())
         self._workers = []
+        self._arrays = {}
         if self._shared is not None:
             self._shared.close()
             self._shared = None

@@ -85,11 +85,13 @@ class SyncVecEnv(BatchedVecEnv):
 
     def _next_rows(self, keep: bool) -> None:
         if self._fresh_rows:
+            assert self._rows is not None
             self._rows = self._rows.copy() if keep else np.empty_like(self._rows)
             self._envs_block.set_rows(self._rows)
 
     def _observations(self) -> Any:
         if self._fresh_rows:
+            assert self.layout is not None and self._rows is not None
             return batch_views(self.layout, self._rows)
         return super()._observations()
 
@@ -101,7 +103,7 @@ class SyncVecEnv(BatchedVecEnv):
         self._actions_per_env = self._actions.split(actions)
 
     def _finish_step(self) -> list:
-        actions, self._actions_per_env = self._actions_per_env, None
+        actions, self._actions_per_env = self._actions_per_env, []
         self._next_rows(keep=False)  # every env writes its row on a step
         return self._envs_block.step(actions)
 

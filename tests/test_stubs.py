@@ -1,4 +1,4 @@
-"""The ``.pyi`` stubs of the compiled kernels agree with the built modules (``mypy.stubtest``)."""
+"""Types: the `.pyi` stubs agree with the built kernels (`mypy.stubtest`), and `mypy` passes."""
 
 from __future__ import annotations
 
@@ -38,6 +38,16 @@ def test_stubs_match_the_compiled_modules(tmp_path):
     result = subprocess.run(
         [sys.executable, "-m", "mypy.stubtest", "--mypy-config-file", str(config),
          "--allowlist", str(ROOT / "stubtest-allowlist.txt"), *modules],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_the_python_layer_type_checks():
+    """``mypy`` with the project's settings (pyproject.toml) finds no error in fastvec/."""
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental"],
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr

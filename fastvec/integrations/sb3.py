@@ -69,9 +69,10 @@ def to_sb3(envs: gym.vector.VectorEnv) -> Any:
             "made with autoreset_mode='same_step' (got "
             f"{envs.metadata.get('autoreset_mode')}); e.g. fastvec.make(env_id, n, "
             "vector_kwargs={'autoreset_mode': 'same_step'}), or use make_sb3_env()")
-    if getattr(envs, "batch_size", envs.num_envs) != envs.num_envs:
+    batch_size = getattr(envs, "batch_size", envs.num_envs)
+    if batch_size != envs.num_envs:
         raise ValueError("SB3 steps every env at once: make the fastvec env without "
-                         f"batch_size (got batch_size={envs.batch_size} < {envs.num_envs})")
+                         f"batch_size (got batch_size={batch_size} < {envs.num_envs})")
     return _adapter_class()(envs)
 
 
@@ -112,7 +113,7 @@ def make_sb3_env(
     mode = vector_kwargs.pop("autoreset_mode", AutoresetMode.SAME_STEP)
     if mode not in (AutoresetMode.SAME_STEP, "same_step", "SameStep", "SAME_STEP"):
         raise ValueError(f"SB3 needs autoreset_mode='same_step', got {mode!r}")
-    chain = [Monitor] if monitor else []
+    chain: list[Callable[[gym.Env], gym.Env]] = [Monitor] if monitor else []
     chain += list(wrappers or ())
     envs = fastvec.make(env_id, n_envs, backend=backend, wrappers=chain,
                         vector_kwargs={**vector_kwargs, "autoreset_mode": AutoresetMode.SAME_STEP},
