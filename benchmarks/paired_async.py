@@ -32,7 +32,7 @@ def child(case: str, mode: str) -> None:
     import numpy as np
 
     import fastvec
-    from fastvec.bench_envs import WORKLOADS
+    from fastvec.bench.envs import WORKLOADS
 
     workload, n, workers, steps = CASES[case]
     make = WORKLOADS[workload].make_env
@@ -78,7 +78,7 @@ def main() -> None:
         return
     env = dict(os.environ)
     if "FASTVEC_BENCH_SPIN_RATE" not in env:  # one calibration for every process
-        from fastvec.bench_envs import spin_rate
+        from fastvec.bench.envs import spin_rate
 
         env["FASTVEC_BENCH_SPIN_RATE"] = repr(spin_rate())
     print(f"{os.cpu_count()} cores, load average before: {os.getloadavg()}")

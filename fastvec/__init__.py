@@ -30,6 +30,7 @@ try:
         barrier,
         flatten,
         infos,
+        rows,
         stacking,
         stepping,
     )

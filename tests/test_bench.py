@@ -17,20 +17,20 @@ import pytest
 from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env, data_equivalence
 
-from fastvec import _bench_systems, bench, bench_envs
-from fastvec.bench_envs import (
+from fastvec.bench import cli, envs, report, systems
+from fastvec.bench.envs import (
     EPISODE_LENGTH,
     WORKLOADS,
     AtariLikeEnv,
     DictObsEnv,
     HeavyEnv,
     InfoEnv,
-    JitterEnv,
+    LongTailEnv,
     StepCost,
 )
 
 ROOT = Path(__file__).resolve().parents[1]
-SYNTHETIC = [AtariLikeEnv, DictObsEnv, InfoEnv, HeavyEnv, JitterEnv]
+SYNTHETIC = [AtariLikeEnv, DictObsEnv, InfoEnv, HeavyEnv, LongTailEnv]
 NEW_FASTVEC_SYSTEMS = [
     "fastvec-subproc",
     "fastvec-async",
@@ -59,7 +59,7 @@ def test_synthetic_spaces() -> None:
     assert dict_space["mode"] == spaces.Discrete(10)
     assert isinstance(DictObsEnv().action_space, spaces.Discrete)
     assert isinstance(InfoEnv().observation_space, spaces.Box)
-    for env_cls in (HeavyEnv, JitterEnv):
+    for env_cls in (HeavyEnv, LongTailEnv):
         assert env_cls().observation_space == spaces.Box(-1.0, 1.0, (4,), np.float32)
         assert env_cls().action_space == spaces.Discrete(2)
 
@@ -121,60 +121,60 @@ def test_info_env_reports_four_typed_keys() -> None:
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_workload_runs_in_gymnasium_vector_env(name: str) -> None:
     workload = WORKLOADS[name]
-    envs = gym.vector.SyncVectorEnv([workload.make_env] * 2)
+    vec = gym.vector.SyncVectorEnv([workload.make_env] * 2)
     try:
-        envs.reset(seed=0)
+        vec.reset(seed=0)
         for _ in range(3):
-            envs.step(envs.action_space.sample())
+            vec.step(vec.action_space.sample())
     finally:
-        envs.close()
+        vec.close()
 
 
 def test_measure_plain_in_process() -> None:
-    record = bench.measure("plain", "info", seconds=0.02, warmup=0.0, seed=0)
+    record = cli.measure("plain", "info", seconds=0.02, warmup=0.0, seed=0)
     assert record["env_steps"] > 0 and record["rate"] > 0
 
 
 def test_table_ratios_and_notes() -> None:
     cells = {
-        ("atari", "plain"): bench.Cell("atari", "plain", [{"rate": 100.0}, {"rate": 300.0}]),
-        ("atari", "gymnasium-sync"): bench.Cell("atari", "gymnasium-sync", [{"rate": 50.0}]),
-        ("atari", "other"): bench.Cell("atari", "other", error="unavailable: ImportError: x"),
+        ("atari", "plain"): report.Cell("atari", "plain", [{"rate": 100.0}, {"rate": 300.0}]),
+        ("atari", "gymnasium-sync"): report.Cell("atari", "gymnasium-sync", [{"rate": 50.0}]),
+        ("atari", "other"): report.Cell("atari", "other", error="unavailable: ImportError: x"),
     }
-    assert bench.ratio(cells, cells["atari", "gymnasium-sync"], "plain") == 0.25
-    assert bench.ratio(cells, cells["atari", "other"], "plain") is None
-    table = bench.format_table(cells)
+    assert report.ratio(cells, cells["atari", "gymnasium-sync"], "plain") == 0.25
+    assert report.ratio(cells, cells["atari", "other"], "plain") is None
+    table = report.format_table(cells)
     assert "200" in table and "0.25x" in table and "4.00x" in table
     assert "unavailable: ImportError: x" in table
 
 
 def test_a_loader_that_raises_marks_the_system_unavailable(monkeypatch) -> None:
-    def load() -> bench.Builder:
+    def load() -> systems.Builder:
         raise ImportError("No module named 'nothere'")
 
-    monkeypatch.setitem(bench.SYSTEMS, "nothere", bench.System("nothere", "test", load))
-    reason = bench.unavailable_reason("nothere")
+    monkeypatch.setitem(systems.SYSTEMS, "nothere", systems.System("nothere", "test", load))
+    reason = cli.unavailable_reason("nothere")
     assert reason == "unavailable: ImportError: No module named 'nothere'"
-    assert bench.unavailable_reason("plain") is None
+    assert cli.unavailable_reason("plain") is None
 
 
 def test_unknown_names_are_rejected() -> None:
     with pytest.raises(SystemExit):
-        bench.parse_args(["--workloads", "atari,nope"])
+        cli.parse_args(["--workloads", "atari,nope"])
 
 
 def test_plot_is_written(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    cells = {("atari", "plain"): bench.Cell("atari", "plain", [{"rate": 1e5}])}
-    bench.write_plot(str(tmp_path / "b.png"), cells, ["atari"], "test")
+    cells = {("atari", "plain"): report.Cell("atari", "plain", [{"rate": 1e5}])}
+    report.write_plot(str(tmp_path / "b.png"), cells, ["atari"], "test")
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
 
 
 def test_run_interleaves_repeats_and_skips_a_failed_system(monkeypatch) -> None:
-    def broken() -> bench.Builder:
+    def broken() -> systems.Builder:
         raise ImportError("not installed")
 
-    monkeypatch.setitem(bench.SYSTEMS, "broken", bench.System("broken", "test", broken))
+    monkeypatch.setitem(systems.SYSTEMS, "broken", systems.System("broken", "test", broken))
     calls = []
 
     def fake_child(system: str, workload: str, args) -> dict[str, float]:
@@ -183,9 +183,9 @@ def test_run_interleaves_repeats_and_skips_a_failed_system(monkeypatch) -> None:
             raise RuntimeError("boom")
         return {"rate": 10.0}
 
-    monkeypatch.setattr(bench, "_run_child", fake_child)
-    args = bench.parse_args(["--workloads=info", "--systems=plain,gymnasium-sync,broken"])
-    cells = bench.run(args)
+    monkeypatch.setattr(cli, "_run_child", fake_child)
+    args = cli.parse_args(["--workloads=info", "--systems=plain,gymnasium-sync,broken"])
+    cells = cli.run(args)
     # Round 1 runs both loadable systems, then the failed one is skipped; order rotates.
     assert calls == ["plain", "gymnasium-sync", "plain", "plain"]
     assert cells["info", "plain"].median == 10.0
@@ -207,9 +207,9 @@ def test_command_smoke(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert "vs gymnasium-sync" in proc.stdout and "load average after" in proc.stdout
     assert "[8/8] " in proc.stderr  # the progress fallback: stderr is not a terminal
-    report = json.loads(out.read_text())
-    assert report["machine"]["cpu_count"] >= 1 and len(report["load_before"]) == 3
-    results = {(r["workload"], r["system"]): r for r in report["results"]}
+    written = json.loads(out.read_text())
+    assert written["machine"]["cpu_count"] >= 1 and len(written["load_before"]) == 3
+    results = {(r["workload"], r["system"]): r for r in written["results"]}
     assert set(results) == {(w, s) for w in ("atari", "info") for s in ("plain", "gymnasium-sync")}
     for r in results.values():
         assert r["error"] is None, r["error"]
@@ -225,7 +225,7 @@ def test_command_smoke(tmp_path: Path) -> None:
 def _step_costs(monkeypatch, env_cls: type, seed: int, steps: int) -> np.ndarray:
     """The cost each step asked to burn (burning replaced by a no-op)."""
     asked: list[float] = []
-    monkeypatch.setattr(bench_envs, "burn", asked.append)
+    monkeypatch.setattr(envs, "burn", asked.append)
     env = env_cls()
     env.reset(seed=seed)
     for _ in range(steps):
@@ -234,7 +234,7 @@ def _step_costs(monkeypatch, env_cls: type, seed: int, steps: int) -> np.ndarray
     return np.array(asked)
 
 
-@pytest.mark.parametrize(("env_cls", "sigma"), [(JitterEnv, 1.0), (HeavyEnv, 0.1)])
+@pytest.mark.parametrize(("env_cls", "sigma"), [(LongTailEnv, 1.0), (HeavyEnv, 0.1)])
 def test_step_cost_distribution(monkeypatch, env_cls: type, sigma: float) -> None:
     costs = _step_costs(monkeypatch, env_cls, seed=0, steps=40_000)
     assert env_cls.cost == StepCost(300.0, sigma)
@@ -244,9 +244,9 @@ def test_step_cost_distribution(monkeypatch, env_cls: type, sigma: float) -> Non
 
 
 def test_step_costs_are_seeded_per_env(monkeypatch) -> None:
-    first = _step_costs(monkeypatch, JitterEnv, seed=1, steps=300)
-    again = _step_costs(monkeypatch, JitterEnv, seed=1, steps=300)
-    other = _step_costs(monkeypatch, JitterEnv, seed=2, steps=300)
+    first = _step_costs(monkeypatch, LongTailEnv, seed=1, steps=300)
+    again = _step_costs(monkeypatch, LongTailEnv, seed=1, steps=300)
+    other = _step_costs(monkeypatch, LongTailEnv, seed=2, steps=300)
     assert np.array_equal(first, again) and not np.array_equal(first, other)
 
 
@@ -255,18 +255,18 @@ def test_burn_takes_roughly_the_asked_time() -> None:
     best = math.inf
     for _ in range(20):
         start = time.perf_counter()
-        bench_envs.burn(300.0)
+        envs.burn(300.0)
         best = min(best, time.perf_counter() - start)
     assert 100e-6 < best < 3e-3
 
 
 def test_spin_rate_can_be_preset(monkeypatch) -> None:
-    bench_envs.spin_rate.cache_clear()
-    monkeypatch.setenv(bench_envs.SPIN_RATE_VAR, "12.5")
+    envs.spin_rate.cache_clear()
+    monkeypatch.setenv(envs.SPIN_RATE_VAR, "12.5")
     try:
-        assert bench_envs.spin_rate() == 12.5
+        assert envs.spin_rate() == 12.5
     finally:
-        bench_envs.spin_rate.cache_clear()
+        envs.spin_rate.cache_clear()
 
 
 # ------------------------------------------------- systems, defaults, latency
@@ -275,7 +275,7 @@ def test_spin_rate_can_be_preset(monkeypatch) -> None:
 @pytest.mark.subprocess
 @pytest.mark.parametrize("name", NEW_FASTVEC_SYSTEMS)
 def test_fastvec_subprocess_systems_smoke(name: str) -> None:
-    record = bench.measure(name, "heavy", seconds=0.05, warmup=0.02, seed=0)
+    record = cli.measure(name, "heavy", seconds=0.05, warmup=0.02, seed=0)
     per_step = 4 if "async" in name else 8  # async: batch_size = num_envs // 2
     assert record["batches"] > 0 and record["env_steps"] == per_step * record["batches"]
     assert 0 < record["p50_us"] <= record["p99_us"]
@@ -283,7 +283,7 @@ def test_fastvec_subprocess_systems_smoke(name: str) -> None:
 
 @pytest.mark.subprocess
 def test_gymnasium_async_smoke() -> None:
-    record = bench.measure("gymnasium-async", "info", seconds=0.05, warmup=0.0, seed=0)
+    record = cli.measure("gymnasium-async", "info", seconds=0.05, warmup=0.0, seed=0)
     assert record["env_steps"] == 16 * record["batches"] > 0
 
 
@@ -299,7 +299,7 @@ def test_recv_send_driver_sends_each_batch_its_actions() -> None:
             self.sent.append((actions.tolist(), env_ids.tolist()))
 
     fake = FakeAsync()
-    driver = _bench_systems.RecvSendDriver(fake, 4)
+    driver = systems.RecvSendDriver(fake, 4)
     assert driver.step(np.array([5, 6, 7, 8])) == 2
     assert fake.sent == [([5, 6], [2, 3])]
 
@@ -314,7 +314,7 @@ def test_sb3_driver_seeds_before_reset() -> None:
         def reset(self) -> None:
             calls.append(("reset",))
 
-    _bench_systems.SB3Driver(FakeSB3(), 2).reset(7)
+    systems.SB3Driver(FakeSB3(), 2).reset(7)
     assert calls == [("seed", 7), ("reset",)]
 
 
@@ -331,17 +331,17 @@ def test_an_absent_optional_package_makes_its_system_unavailable(monkeypatch, na
     for module in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
         monkeypatch.setitem(sys.modules, module, None)  # imports of it now fail,
     monkeypatch.setitem(sys.modules, package, None)  # even when imported before
-    reason = bench.unavailable_reason(name)
+    reason = cli.unavailable_reason(name)
     assert reason is not None and reason.startswith("unavailable: ModuleNotFoundError")
 
     def fake_child(system: str, workload: str, args) -> dict[str, float]:
         return {"rate": 1.0, "p50_us": 1.0, "p99_us": 2.0}
 
-    monkeypatch.setattr(bench, "_run_child", fake_child)
-    cells = bench.run(bench.parse_args(["--workloads=info", f"--systems=plain,{name}"]))
+    monkeypatch.setattr(cli, "_run_child", fake_child)
+    cells = cli.run(cli.parse_args(["--workloads=info", f"--systems=plain,{name}"]))
     assert cells["info", name].error == reason and cells["info", name].median is None
     assert cells["info", "plain"].median == 1.0
-    assert "unavailable: ModuleNotFoundError" in bench.format_table(cells)
+    assert "unavailable: ModuleNotFoundError" in report.format_table(cells)
 
 
 def test_command_with_absent_optional_systems_does_not_crash(tmp_path: Path) -> None:
@@ -367,7 +367,7 @@ def test_command_with_absent_optional_systems_does_not_crash(tmp_path: Path) -> 
 
 
 def test_default_and_full_selections() -> None:
-    quick = bench.parse_args([])
+    quick = cli.parse_args([])
     assert quick.workloads == ["cartpole", "atari", "dict", "info"]
     assert quick.systems == [
         "plain",
@@ -376,12 +376,12 @@ def test_default_and_full_selections() -> None:
         "fastvec-subproc",
         "gymnasium-async",
     ]
-    full = bench.parse_args(["--full"])
+    full = cli.parse_args(["--full"])
     assert full.workloads == list(WORKLOADS)
     assert set(quick.systems) < set(full.systems)
     assert {"fastvec-async", "fastvec-sync-nocopy", "sb3-subproc"} <= set(full.systems)
     assert not any(n.endswith(("-w4", "-w8")) for n in full.systems)
-    named = bench.parse_args(["--full", "--systems=fastvec-async-w8"])
+    named = cli.parse_args(["--full", "--systems=fastvec-async-w8"])
     assert named.systems == ["fastvec-async-w8"] and named.workloads == list(WORKLOADS)
     assert WORKLOADS["heavy"].num_envs == WORKLOADS["jitter"].num_envs == 8
 
@@ -391,17 +391,17 @@ def test_step_for_records_each_step_duration() -> None:
         def step(self, actions: np.ndarray) -> int:
             return 3
 
-    steps, durations, elapsed = bench._step_for(Counting(), [np.zeros(3)], 0.01)
+    steps, durations, elapsed = cli._step_for(Counting(), [np.zeros(3)], 0.01)
     assert steps == 3 * len(durations) and len(durations) > 0
     assert sum(durations) == pytest.approx(elapsed)
 
 
 def test_table_and_json_show_latency_percentiles(tmp_path: Path) -> None:
     records = [{"rate": 10.0, "p50_us": p50, "p99_us": 10 * p50} for p50 in (100.0, 300.0, 200.0)]
-    cells = {("info", "plain"): bench.Cell("info", "plain", records)}
+    cells = {("info", "plain"): report.Cell("info", "plain", records)}
     assert cells["info", "plain"].latency("p50_us") == 200.0
-    table = bench.format_table(cells)
+    table = report.format_table(cells)
     assert "p50 us" in table and "p99 us" in table and "2,000" in table
-    bench.write_json(str(tmp_path / "r.json"), bench.parse_args([]), cells, {})
+    report.write_json(str(tmp_path / "r.json"), cli.parse_args([]), cells, {})
     result = json.loads((tmp_path / "r.json").read_text())["results"][0]
     assert result["p50_us"] == 200.0 and result["p99_us"] == 2000.0

@@ -1,3 +1,4 @@
+# Stub of the compiled module built from csrc/autoreset.pyx (see csrc/README.md).
 """Typed interface of ``fastvec._kernels.autoreset`` (built from ``csrc/autoreset.pyx``)."""
 
 import numpy as np

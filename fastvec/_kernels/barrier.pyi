@@ -1,3 +1,4 @@
+# Stub of the compiled module built from csrc/barrier.pyx (see csrc/README.md).
 """Typed interface of ``fastvec._kernels.barrier`` (built from ``csrc/barrier.pyx``)."""
 
 from collections.abc import Iterable

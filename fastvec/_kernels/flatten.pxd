@@ -1,3 +1,5 @@
+# C declarations (for cimport) of the module built from csrc/flatten.pyx (see csrc/README.md).
+
 cdef class FieldTable:
     cdef readonly Py_ssize_t n_fields
     cdef readonly list paths, names, dtypes, shapes

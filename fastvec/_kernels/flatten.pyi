@@ -1,3 +1,4 @@
+# Stub of the compiled module built from csrc/flatten.pyx (see csrc/README.md).
 """Typed interface of ``fastvec._kernels.flatten`` (built from ``csrc/flatten.pyx``)."""
 
 from collections.abc import Sequence

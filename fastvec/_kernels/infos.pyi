@@ -1,3 +1,4 @@
+# Stub of the compiled module built from csrc/infos.pyx (see csrc/README.md).
 """Batch per-env info dicts into Gymnasium's dict-of-arrays form with ``_key`` masks."""
 
 from typing import Any, SupportsIndex

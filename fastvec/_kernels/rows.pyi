@@ -1,3 +1,5 @@
+# Stub of the compiled module built from csrc/rows.pyx (see csrc/README.md).
+
 import numpy as np
 import numpy.typing as npt
 

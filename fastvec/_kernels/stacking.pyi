@@ -1,3 +1,4 @@
+# Stub of the compiled module built from csrc/stacking.pyx (see csrc/README.md).
 """Typed interface of ``fastvec._kernels.stacking`` (built from ``csrc/stacking.pyx``)."""
 
 from typing import Any

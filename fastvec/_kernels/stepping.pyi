@@ -1,3 +1,4 @@
+# Stub of the compiled module built from csrc/stepping.pyx (see csrc/README.md).
 """Typed interface of ``fastvec._kernels.stepping`` (built from ``csrc/stepping.pyx``)."""
 
 import enum

@@ -39,7 +39,8 @@ from typing import Any
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from fastvec._bench_report import (
+from fastvec.bench.envs import SPIN_RATE_VAR, WORKLOADS, spin_rate
+from fastvec.bench.report import (
     BASELINES,
     Cell,
     Cells,
@@ -50,8 +51,7 @@ from fastvec._bench_report import (
     write_json,
     write_plot,
 )
-from fastvec._bench_systems import SYSTEMS, Builder, Driver, System, system
-from fastvec.bench_envs import SPIN_RATE_VAR, WORKLOADS, spin_rate
+from fastvec.bench.systems import SYSTEMS, Builder, Driver, System, system
 
 __all__ = [
     "BASELINES",
@@ -343,6 +343,3 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"wrote {args.plot}")
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main())

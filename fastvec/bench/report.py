@@ -15,7 +15,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from fastvec.bench_envs import WORKLOADS
+from fastvec.bench.envs import WORKLOADS
 
 __all__ = [
     "BASELINES",

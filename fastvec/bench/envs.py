@@ -5,7 +5,7 @@ vector env's own overhead for one shape of data: large image observations
 (``AtariLikeEnv``), nested observations (``DictObsEnv``) and per-step infos
 (``InfoEnv``).  ``BusyEnv`` is the opposite: each step burns a seeded,
 lognormally distributed amount of CPU time (``HeavyEnv`` with little spread,
-``JitterEnv`` with a long tail), so a benchmark over it measures how well a
+``LongTailEnv`` with a long tail), so a benchmark over it measures how well a
 vector env spreads real work over cores.  All are deterministic given
 ``reset(seed=...)``: the seed fixes the first observation, the episode length
 and the step costs; the actions fix the rest.
@@ -37,7 +37,7 @@ __all__ = [
     "DictObsEnv",
     "HeavyEnv",
     "InfoEnv",
-    "JitterEnv",
+    "LongTailEnv",
     "StepCost",
     "Workload",
     "burn",
@@ -49,7 +49,7 @@ __all__ = [
 EPISODE_LENGTH = (50, 200)
 
 
-class _SyntheticEnv(gym.Env[Any, np.int64]):
+class _SeededEpisodeEnv(gym.Env[Any, np.int64]):
     """Episode bookkeeping shared by the synthetic envs: a step count and a seeded length."""
 
     metadata: dict[str, Any] = {"render_modes": []}
@@ -65,7 +65,7 @@ class _SyntheticEnv(gym.Env[Any, np.int64]):
         return self._t >= self._length
 
 
-class AtariLikeEnv(_SyntheticEnv):
+class AtariLikeEnv(_SeededEpisodeEnv):
     """An 84x84x4 uint8 frame stack and 6 actions, like a preprocessed Atari game."""
 
     def __init__(self) -> None:
@@ -90,7 +90,7 @@ class AtariLikeEnv(_SyntheticEnv):
         return self._frame.copy(), reward, done, False, {}
 
 
-class DictObsEnv(_SyntheticEnv):
+class DictObsEnv(_SeededEpisodeEnv):
     """A Dict observation mixing an image, a float vector, a bit mask and a mode."""
 
     def __init__(self) -> None:
@@ -137,7 +137,7 @@ class DictObsEnv(_SyntheticEnv):
         }
 
 
-class InfoEnv(_SyntheticEnv):
+class InfoEnv(_SeededEpisodeEnv):
     """A small Box observation, with four info keys on every reset and step.
 
     The infos are ``count`` (int), ``score`` (float), ``flag`` (bool) and
@@ -231,7 +231,7 @@ class StepCost:
         return float(rng.lognormal(self.mu, self.sigma))
 
 
-class BusyEnv(_SyntheticEnv):
+class BusyEnv(_SeededEpisodeEnv):
     """A small Box observation and 2 actions; each step burns CPU for a seeded time.
 
     The cost of each step is drawn from ``cost`` with the env's seeded generator;
@@ -270,7 +270,7 @@ class HeavyEnv(BusyEnv):
     cost = StepCost(300.0, 0.1)
 
 
-class JitterEnv(BusyEnv):
+class LongTailEnv(BusyEnv):
     """``BusyEnv`` whose step cost has a long tail: lognormal, mean 300 us, sigma 1.0."""
 
     cost = StepCost(300.0, 1.0)
@@ -314,7 +314,7 @@ WORKLOADS: dict[str, Workload] = {
         ),
         Workload(
             "jitter",
-            JitterEnv,
+            LongTailEnv,
             "float32 (4,) obs, Discrete(2); step CPU cost lognormal, mean 300 us, sigma 1.0",
             num_envs=8,
             quick=False,
