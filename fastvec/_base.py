@@ -1,36 +1,33 @@
-"""What every fastvec vector env shares: buffers, the call state machine, outputs.
+"""What every fastvec vector env shares: the call state, the step and reset API, outputs.
 
-A subclass runs the envs somewhere (in this process, in workers) and implements
-``_run_reset`` and ``_run_step``, which fill the batch buffers (observation
-record rows, rewards, flags) and return the non-empty infos as
-``(env_index, info)`` entries.  This class checks arguments, keeps the
-autoreset and episode-statistics state, and builds Gymnasium's outputs.
+A vector env owns a pool of blocks (``fastvec._pool``) that runs its envs
+somewhere and writes their results into its :class:`~fastvec._buffers.Buffers`.
+This class checks arguments and actions, keeps the call state
+(``fastvec._call_state``), the autoreset and episode-statistics state, and builds
+Gymnasium's outputs; ``fastvec._env_calls`` adds ``call``/``get_attr``/... over
+the pool's control calls.
 """
 
 from __future__ import annotations
 
 import numbers
-import time
-import warnings
-from copy import deepcopy
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
-from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
+from gymnasium.vector.utils import batch_space
 
 from fastvec._actions import ActionChecker
-from fastvec._kernels.autoreset import update_episode_stats
+from fastvec._buffers import Buffers
+from fastvec._call_state import CallState, check_call
+from fastvec._env_calls import EnvCalls
+from fastvec._episode_stats import EpisodeStats
 from fastvec._kernels.infos import batch_infos
-from fastvec._kernels.stepping import Autoreset, EnvBlock
-from fastvec._layout import Layout, batch_views, copy_tree, layout_of
-from fastvec.errors import (
-    AlreadyPendingCallError,
-    ClosedEnvError,
-    NoAsyncCallError,
-    ObjectSpaceWarning,
-)
+from fastvec._kernels.stepping import Autoreset
+from fastvec._layout import Layout
+from fastvec._pool import Pool
 
 __all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
 
@@ -39,7 +36,6 @@ _MODE_CODES = {
     AutoresetMode.SAME_STEP: Autoreset.SAME_STEP,
     AutoresetMode.DISABLED: Autoreset.DISABLED,
 }
-_object_path_warned = False
 
 
 def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
@@ -72,18 +68,7 @@ def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
                      f"(or 'next_step', 'same_step', 'disabled'), got {mode!r}")
 
 
-def _warn_object_path(space: spaces.Space) -> None:
-    global _object_path_warned
-    if not _object_path_warned:
-        _object_path_warned = True
-        warnings.warn(
-            f"observation space {space} has leaves other than Box, Discrete, MultiDiscrete "
-            "and MultiBinary; its observations take the slower object path",
-            ObjectSpaceWarning, stacklevel=4,
-        )
-
-
-class BatchedVecEnv(VectorEnv):
+class BatchedVecEnv(EnvCalls, VectorEnv):
     """Base of fastvec's vector envs (not used directly).
 
     Implements Gymnasium's ``VectorEnv`` API for :class:`fastvec.SyncVecEnv` and
@@ -105,6 +90,10 @@ class BatchedVecEnv(VectorEnv):
         True
     """
 
+    _state = CallState.IDLE
+    _pool: Pool | None = None
+    batch_size: int
+
     def _setup(
         self,
         num_envs: int,
@@ -115,15 +104,10 @@ class BatchedVecEnv(VectorEnv):
         autoreset_mode: AutoresetMode | str,
         copy: bool,
         episode_statistics: bool,
-        buffers: dict[str, np.ndarray] | None = None,
     ) -> None:
-        """Set the spaces, modes and batch buffers.
-
-        ``buffers`` (shared memory) may hold ``obs`` record rows, ``rewards``,
-        ``terminations``, ``truncations`` and ``needs_reset``; the rest are allocated.
-        """
-        buffers = buffers or {}
+        """Set the spaces, modes and the action checker (before the pool exists)."""
         self.num_envs = num_envs
+        self.batch_size = getattr(self, "batch_size", num_envs)
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self._mode_code = int(_MODE_CODES[self.autoreset_mode])
         self.copy = bool(copy)
@@ -136,51 +120,31 @@ class BatchedVecEnv(VectorEnv):
         self.single_action_space = single_action_space
         self.action_space = batch_space(single_action_space, num_envs)
         self._actions = ActionChecker(single_action_space, self.action_space, num_envs)
+        self._stats = EpisodeStats(num_envs) if self.episode_statistics else None
 
-        self.layout: Layout | None = layout_of(single_observation_space)
-        self._table = None if self.layout is None else self.layout.table
-        if self.layout is None:
-            _warn_object_path(single_observation_space)
-            self._rows = None
-            self._obs_objects: list[Any] | None = [None] * num_envs
-            self._obs_out = create_empty_array(single_observation_space, num_envs)
-        else:
-            rows = buffers.get("obs")
-            if rows is None:
-                rows = np.zeros((num_envs, self.layout.record_size), dtype=np.uint8)
-            self._rows = rows
-            self._obs_objects = None
-            self._obs_views = batch_views(self.layout, rows)
-        self._rewards = buffers.get("rewards", np.zeros(num_envs, dtype=np.float64))
-        self._terminations = buffers.get("terminations", np.zeros(num_envs, dtype=np.bool_))
-        self._truncations = buffers.get("truncations", np.zeros(num_envs, dtype=np.bool_))
-        self._needs_reset = buffers.get("needs_reset", np.zeros(num_envs, dtype=np.bool_))
-        self._stats = _EpisodeStats(num_envs) if self.episode_statistics else None
-        self._pending: bool | None = None
+    def _use_pool(self, pool: Pool) -> None:
+        """Run the envs in ``pool``; its buffers hold the batch."""
+        self._pool = pool
+        self._buffers: Buffers = pool.buffers
+        self.layout: Layout | None = pool.buffers.obs.layout
 
-    def _block(self, envs: list, first_index: int = 0) -> EnvBlock:
-        """An :class:`EnvBlock` over ``envs`` writing into this env's buffers."""
-        end = first_index + len(envs)
-        return EnvBlock(
-            envs, self._mode_code, self._table,
-            None if self._rows is None else self._rows[first_index:end],
-            None if self._obs_objects is None else self._obs_objects,
-            self._rewards[first_index:end], self._terminations[first_index:end],
-            self._truncations[first_index:end], self._needs_reset[first_index:end],
-            first_index)
+    @property
+    def closed(self) -> bool:  # type: ignore[override]
+        """Whether ``close()`` was called."""
+        return self._state is CallState.CLOSED
 
-    # -- what a subclass implements -------------------------------------------------
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        if value:
+            self._state = CallState.CLOSED
 
-    def _run_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> list:
-        raise NotImplementedError
-
-    def _start_step(self, actions: Any) -> None:
-        """Hand the checked action batch to the envs."""
-        raise NotImplementedError
-
-    def _finish_step(self) -> list:
-        """Wait for the step started by ``_start_step``; return its info entries."""
-        raise NotImplementedError
+    def _enter(self, call: str) -> None:
+        """The guard every public method passes: the call state, then the pool's health."""
+        async_only = None if self.batch_size == self.num_envs else (
+            f"batch_size={self.batch_size} < num_envs={self.num_envs}")
+        check_call(self._state, call, type(self).__name__, async_only)
+        if self._pool is not None:
+            self._pool.check_usable()
 
     # -- the Gymnasium API -----------------------------------------------------------
 
@@ -220,25 +184,27 @@ class BatchedVecEnv(VectorEnv):
             >>> obs, infos = envs.reset(options={"reset_mask": np.array([True, False])})
             >>> envs.close()
         """
-        self._check_open()
-        if self._pending is not None:
-            raise AlreadyPendingCallError(
-                "reset() called while a step_async() is pending; call step_wait() first",
-                "step")
+        self._enter("reset")
         seeds = self._seeds(seed)
         mask = None
         if options is not None and "reset_mask" in options:
             # As Gymnasium does, the mask is taken out of the caller's options dict.
             mask = self._reset_mask(options.pop("reset_mask"))
-        entries = self._run_reset(seeds, options, mask)
+        pool = self._pool
+        assert pool is not None  # set in __init__
+        blocks = [b for b, (start, stop) in enumerate(pool.bounds)
+                  if mask is None or mask[start:stop].any()]
+        pool.post_reset(blocks, seeds, options, mask)
+        replies = pool.collect(blocks, "a reset", restart_truncates=False)
+        entries = [entry for b in sorted(replies) for entry in replies[b]]
         where = slice(None) if mask is None else mask
-        self._terminations[where] = False
-        self._truncations[where] = False
-        self._needs_reset[where] = False
+        self._buffers.terminations[where] = False
+        self._buffers.truncations[where] = False
+        self._buffers.needs_reset[where] = False
         if self._stats is not None:
             self._stats.reset(mask)
-        infos = batch_infos(entries, self.num_envs) if entries else {}
-        return self._observations(), infos
+        infos = pool.batch_infos(entries, self.num_envs) if entries else {}
+        return self._buffers.obs.observations(), infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Step every env with its action; auto-reset as ``autoreset_mode`` says.
@@ -302,19 +268,17 @@ class BatchedVecEnv(VectorEnv):
             ClosedEnvError: The vector env is closed.
             AlreadyPendingCallError: A step is already pending (it is kept).
         """
-        self._check_open()
-        if self._pending is not None:
-            raise AlreadyPendingCallError(
-                "step_async() called while a step is already pending; call step_wait() first",
-                "step")
+        self._enter("step_async")
         checked = self._actions.check(actions)
-        if self._mode_code == Autoreset.DISABLED and self._needs_reset.any():
-            done = np.flatnonzero(self._needs_reset).tolist()
+        needs_reset = self._buffers.needs_reset
+        if self._mode_code == Autoreset.DISABLED and needs_reset.any():
+            done = np.flatnonzero(needs_reset).tolist()
             raise RuntimeError(
                 f"envs {done} ended their episodes and autoreset_mode is DISABLED: reset them "
                 "with reset(options={'reset_mask': mask}) before stepping")
-        self._start_step(checked)
-        self._pending = True
+        assert self._pool is not None  # set in __init__
+        self._pool.post_step(self._all_blocks, checked, self._actions)
+        self._state = CallState.WAITING_STEP
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Finish the step started by :meth:`step_async` and return its batch.
@@ -336,55 +300,63 @@ class BatchedVecEnv(VectorEnv):
             >>> obs, rewards, terminations, truncations, infos = envs.step_wait()
             >>> envs.close()
         """
-        self._check_open()
-        if self._pending is None:
-            raise NoAsyncCallError("step_wait() called without a pending step_async()", "step")
-        self._pending = None
-        entries = self._finish_step()
-        infos = self._batch_infos(entries, self.num_envs) if entries else {}
+        self._enter("step_wait")
+        self._state = CallState.IDLE
+        assert self._pool is not None  # set in __init__
+        replies = self._pool.collect(self._all_blocks, "a step")
+        entries = [entry for b in sorted(replies) for entry in replies[b]]
+        infos = self._pool.batch_infos(entries, self.num_envs) if entries else {}
+        buffers = self._buffers
         if self._stats is not None:
-            self._stats.record(self, infos)
+            self._stats.record(buffers, self._mode_code == Autoreset.SAME_STEP, infos)
         return (
-            self._observations(),
-            self._rewards.copy(),
-            self._terminations.copy(),
-            self._truncations.copy(),
+            buffers.obs.observations(),
+            buffers.rewards.copy(),
+            buffers.terminations.copy(),
+            buffers.truncations.copy(),
             infos,
         )
 
+    @property
+    def _all_blocks(self) -> range:
+        assert self._pool is not None
+        return range(self._pool.num_blocks)
+
+    def _call_each(self, fn: Callable[..., Any], indices: list[int],
+                   args_per_env: list[tuple] | None, what: str) -> tuple[Any, ...]:
+        self._enter(what)
+        assert self._pool is not None  # set in __init__
+        order = sorted(range(len(indices)), key=indices.__getitem__)
+        targets = [indices[k] for k in order]
+        args = None if args_per_env is None else [args_per_env[k] for k in order]
+        results = self._pool.control(fn, targets, args, f"{what}()")
+        out: list[Any] = [None] * len(indices)
+        for k, value in zip(order, results, strict=True):
+            out[k] = value
+        return tuple(out)
+
+    def close_extras(self, timeout: float | None = None, terminate: bool = False,
+                     **kwargs: Any) -> None:
+        """Close every env and release what the pool holds; called once by ``close()``.
+
+        Args:
+            timeout: Seconds to wait for a step in flight and for the envs to close
+                before the remaining workers are terminated (None: drop what is in
+                flight, give the workers a second to close their envs).
+            terminate: Stop the workers at once, without closing their envs.
+            **kwargs: Ignored (Gymnasium's signature).
+        """
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close(timeout, terminate, self._pending_blocks())
+
+    def _pending_blocks(self) -> list[int]:
+        """Blocks with a command in flight (a pending ``step_async``)."""
+        if self._state is CallState.WAITING_STEP and self._pool is not None:
+            return list(self._all_blocks)
+        return []
+
     # -- helpers ---------------------------------------------------------------------
-
-    def _observations(self) -> Any:
-        if self.layout is not None:
-            return copy_tree(self._obs_views) if self.copy else self._obs_views
-        assert self._obs_objects is not None  # the object path
-        self._obs_out = concatenate(self.single_observation_space, self._obs_objects,
-                                    self._obs_out)  # type: ignore[arg-type]
-        return deepcopy(self._obs_out) if self.copy else self._obs_out
-
-    def _env_indices(self, indices: Any) -> list[int]:
-        """``indices`` (None for all, an int, or ints) as a list, each checked."""
-        if indices is None:
-            return list(range(self.num_envs))
-        if isinstance(indices, numbers.Integral):
-            indices = [indices]
-        out = []
-        for i in indices:
-            if not isinstance(i, numbers.Integral) or isinstance(i, bool) \
-                    or not 0 <= int(i) < self.num_envs:
-                raise ValueError(f"expected env indices in [0, {self.num_envs}), got {i!r}")
-            out.append(int(i))
-        if len(set(out)) != len(out):
-            raise ValueError(f"expected distinct env indices, got {out}")
-        return out
-
-    def _batch_infos(self, entries: list, num_envs: int) -> dict:
-        """Gymnasium's dict-of-arrays infos of ``(env_index, info)`` entries."""
-        return batch_infos(entries, num_envs)
-
-    def _check_open(self) -> None:
-        if self.closed:
-            raise ClosedEnvError(f"{type(self).__name__} is closed; make a new one")
 
     def _seeds(self, seed: Any) -> list:
         if seed is None:
@@ -419,64 +391,3 @@ class BatchedVecEnv(VectorEnv):
         spec = getattr(self, "spec", None)
         return f"{name}({spec.id}, num_envs={self.num_envs})" if spec else \
             f"{name}(num_envs={self.num_envs})"
-
-
-class _EpisodeStats:
-    """Per-env episode return/length/time, reported as ``infos["episode"]``."""
-
-    def __init__(self, num_envs: int) -> None:
-        self.returns = np.zeros(num_envs)
-        self.lengths = np.zeros(num_envs, dtype=np.int64)
-        self.starts = np.full(num_envs, time.perf_counter())
-        self.prev_dones = np.zeros(num_envs, dtype=np.bool_)
-        self._out = (np.zeros(num_envs), np.zeros(num_envs, np.int64), np.zeros(num_envs))
-
-    def reset(self, mask: np.ndarray | None) -> None:
-        where = slice(None) if mask is None else mask
-        self.returns[where] = 0.0
-        self.lengths[where] = 0
-        self.starts[where] = time.perf_counter()
-        self.prev_dones[where] = False
-
-    def record(self, env: BatchedVecEnv, infos: dict, index: np.ndarray | None = None,
-               skip: np.ndarray | None = None) -> None:
-        """Advance the envs of this step (all, or those in ``index``); add finished episodes.
-
-        With ``index``, the batch (and ``infos``) hold exactly those envs, in that
-        order; ``skip`` marks batch entries that were resets, not steps (async).
-        """
-        if skip is not None and skip.any():
-            assert index is not None  # skips come with async batches
-            batch = len(skip)
-            index = index[~skip]
-        where = slice(None) if index is None else index
-        state = [self.prev_dones[where], self.returns[where], self.lengths[where],
-                 self.starts[where]]
-        if index is not None:  # fancy indexing copied: work on the copies, write back below
-            state = [np.ascontiguousarray(part) for part in state]
-        n = len(state[0])
-        out_r, out_l, out_t = (self._out[0][:n], self._out[1][:n], self._out[2][:n])
-        prev_dones, returns, lengths, starts = state
-        finished = update_episode_stats(
-            np.ascontiguousarray(env._terminations[where]),
-            np.ascontiguousarray(env._truncations[where]),
-            np.ascontiguousarray(env._rewards[where]), prev_dones, returns, lengths, starts,
-            time.perf_counter(), env._mode_code == Autoreset.SAME_STEP, out_r, out_l, out_t)
-        if index is not None:
-            self.prev_dones[index], self.returns[index], self.lengths[index], \
-                self.starts[index] = state
-        if not finished:
-            return
-        if "episode" in infos or "_episode" in infos:
-            raise ValueError("an env's info already has the key 'episode' or '_episode'; "
-                             "turn episode_statistics off or rename that key")
-        episode = {"r": out_r.copy(), "l": out_l.copy(), "t": out_t.copy()}
-        dones = state[0].copy()
-        if skip is not None and skip.any():  # spread over the whole batch, zeros at resets
-            for key, values in episode.items():
-                episode[key] = np.zeros(batch, values.dtype)
-                episode[key][~skip] = values
-            dones = np.zeros(batch, np.bool_)
-            dones[~skip] = state[0]
-        infos["episode"] = episode
-        infos["_episode"] = dones

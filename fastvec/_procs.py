@@ -10,9 +10,10 @@ from multiprocessing.reduction import ForkingPickler, send_handle
 from typing import Any
 
 from fastvec import _worker
+from fastvec._protocol import Stop
 from fastvec.errors import WorkerError, WorkerTimeout
 
-__all__ = ["WorkerProcess", "describe_exit", "send_all"]
+__all__ = ["RemoteTraceback", "WorkerProcess", "describe_exit", "send_all"]
 
 SLICE_SECONDS = 0.02  # how often waits return to check liveness and deadlines
 
@@ -27,6 +28,17 @@ def describe_exit(exitcode: int | None) -> str:
         except ValueError:
             return f"was killed by signal {-exitcode}"
     return f"exited with code {exitcode}"
+
+
+class RemoteTraceback(Exception):
+    """The traceback of an exception raised in a worker (attached as ``__cause__``)."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__(text)
+        self.text = text
+
+    def __str__(self) -> str:
+        return f'\n"""\n{self.text}"""'
 
 
 class WorkerProcess:
@@ -106,7 +118,7 @@ class WorkerProcess:
     def tell_to_stop(self) -> None:
         """Ask a worker that has not attached yet to exit (it reads its pipe until then)."""
         try:
-            self.conn.send(("stop",))
+            self.conn.send(Stop())
         except (OSError, EOFError):
             pass  # gone already
 

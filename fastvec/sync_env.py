@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
 
 import gymnasium as gym
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastvec._base import BatchedVecEnv
-from fastvec._layout import batch_views
+from fastvec._buffers import Buffers
+from fastvec._obs_store import make_obs_store
+from fastvec._pool import LocalPool
 
 __all__ = ["SyncVecEnv"]
 
@@ -75,161 +75,7 @@ class SyncVecEnv(BatchedVecEnv):
         self._setup(len(self.envs), first.observation_space, first.action_space,
                     first.metadata, first.render_mode, autoreset_mode, copy,
                     episode_statistics)
-        self._envs_block = self._block(self.envs)
-        # copy=True with a single array leaf that fills its record (so the batch is
-        # C-contiguous): write each step into a fresh batch buffer and hand that out,
-        # instead of writing one buffer and copying it out.
-        self._fresh_rows = (self.copy and self.layout is not None
-                            and len(self.layout.leaves) == 1
-                            and self.layout.leaves[0].nbytes == self.layout.record_size)
-
-    def _next_rows(self, keep: bool) -> None:
-        if self._fresh_rows:
-            assert self._rows is not None
-            self._rows = self._rows.copy() if keep else np.empty_like(self._rows)
-            self._envs_block.set_rows(self._rows)
-
-    def _observations(self) -> Any:
-        if self._fresh_rows:
-            assert self.layout is not None and self._rows is not None
-            return batch_views(self.layout, self._rows)
-        return super()._observations()
-
-    def _run_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> list:
-        self._next_rows(keep=mask is not None)
-        return self._envs_block.reset(seeds, options, mask)
-
-    def _start_step(self, actions: Any) -> None:
-        self._actions_per_env = self._actions.split(actions)
-
-    def _finish_step(self) -> list:
-        actions, self._actions_per_env = self._actions_per_env, []
-        self._next_rows(keep=False)  # every env writes its row on a step
-        return self._envs_block.step(actions)
-
-    def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
-        """Call method ``name`` of every env (or read attribute ``name``).
-
-        The name is looked up through the env's wrappers (``get_wrapper_attr``).
-
-        Args:
-            name: A method or attribute name.
-            *args: Positional arguments of the call.
-            **kwargs: Keyword arguments of the call.
-
-        Returns:
-            One result per env, in env order; the attribute's value where ``name``
-            is not callable.
-
-        Raises:
-            ClosedEnvError: The vector env is closed.
-            AttributeError: An env has no attribute ``name``.
-
-        Example:
-            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
-            >>> envs.call("get_wrapper_attr", "spec")[0].id
-            'CartPole-v1'
-            >>> envs.close()
-        """
-        self._check_open()
-        results = []
-        for env in self.envs:
-            target = env.get_wrapper_attr(name)
-            results.append(target(*args, **kwargs) if callable(target) else target)
-        return tuple(results)
-
-    def call_each(self, fn: Callable[[gym.Env], Any], indices: Any = None) -> tuple[Any, ...]:
-        """``fn(env)`` for each env, or for the envs ``indices``, in that order.
-
-        Args:
-            fn: Any callable taking an env (``SubprocVecEnv`` sends it to the workers
-                with cloudpickle, so lambdas work there too).
-            indices: None (every env), an env index, or a sequence of them.
-
-        Returns:
-            One result per env asked for.
-
-        Raises:
-            ClosedEnvError: The vector env is closed.
-            ValueError: An index is out of range.
-
-        Example:
-            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 3)
-            >>> envs.call_each(lambda env: env.spec.id, indices=[2])
-            ('CartPole-v1',)
-            >>> envs.close()
-        """
-        self._check_open()
-        return tuple(fn(self.envs[i]) for i in self._env_indices(indices))
-
-    def get_attr(self, name: str) -> tuple[Any, ...]:
-        """Attribute ``name`` of every env (a method is called without arguments).
-
-        Args:
-            name: The attribute name, looked up through the env's wrappers.
-
-        Returns:
-            One value per env, in env order.
-
-        Raises:
-            ClosedEnvError: The vector env is closed.
-            AttributeError: An env has no attribute ``name``.
-
-        Example:
-            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
-            >>> envs.get_attr("gravity")
-            (9.8, 9.8)
-            >>> envs.close()
-        """
-        return self.call(name)
-
-    def set_attr(self, name: str, values: Any) -> None:
-        """Set attribute ``name`` of every env: one value each (list/tuple) or one for all.
-
-        Args:
-            name: The attribute name, set through the env's wrappers
-                (``set_wrapper_attr``).
-            values: A list or tuple of ``num_envs`` values, one per env; anything
-                else is given to every env.
-
-        Raises:
-            ClosedEnvError: The vector env is closed.
-            ValueError: A list or tuple of the wrong length (nothing is set).
-
-        Example:
-            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
-            >>> envs.set_attr("gravity", [9.8, 1.6])
-            >>> envs.get_attr("gravity")
-            (9.8, 1.6)
-            >>> envs.close()
-        """
-        self._check_open()
-        if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ValueError(f"expected {self.num_envs} values (one per env), got {len(values)}")
-        for env, value in zip(self.envs, values, strict=True):
-            env.set_wrapper_attr(name, value)
-
-    def render(self) -> tuple[Any, ...]:
-        """Each env's ``render()``, in env order.
-
-        Combine ``rgb_array`` frames into one image with :func:`fastvec.tile_images`.
-
-        Returns:
-            One frame per env (``None`` each when ``render_mode`` is ``None``).
-
-        Raises:
-            ClosedEnvError: The vector env is closed.
-        """
-        self._check_open()
-        return tuple(env.render() for env in self.envs)
-
-    def close_extras(self, **kwargs: Any) -> None:
-        """Close every env; called once by ``close()``, which may be called again.
-
-        Args:
-            **kwargs: Ignored (Gymnasium's signature).
-        """
-        for env in getattr(self, "envs", []):
-            env.close()
+        store = make_obs_store(first.observation_space, self.num_envs, self.copy,
+                               fresh_rows=True)
+        self._use_pool(LocalPool(self.envs, Buffers.allocate(store, self.num_envs),
+                                 self._mode_code))

@@ -36,6 +36,8 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from fastvec.errors import ClosedEnvError
+
 __all__ = ["make_sb3_env", "to_sb3"]
 
 _INSTALL = 'the Stable-Baselines3 adapter needs stable-baselines3: pip install "fastvec[sb3]"'
@@ -62,7 +64,8 @@ def to_sb3(envs: gym.vector.VectorEnv) -> Any:
 
     if not isinstance(envs, BatchedVecEnv):
         raise ValueError(f"expected a fastvec SyncVecEnv or SubprocVecEnv, got {type(envs)!r}")
-    envs._check_open()
+    if envs.closed:
+        raise ClosedEnvError(f"{type(envs).__name__} is closed; make a new one")
     if envs.metadata.get("autoreset_mode") != AutoresetMode.SAME_STEP:
         raise ValueError(
             "SB3 resets an env as soon as its episode ends, so to_sb3 needs a fastvec env "

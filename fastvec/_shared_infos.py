@@ -10,24 +10,29 @@ and merges the blocks of all workers into the batch, which equals batching every
 env's info in env order (Gymnasium's ``_add_info``) whenever the blocks agree on
 each leaf's dtype and shape; when they do not, ``merge_block`` says so and the
 caller falls back to the raw infos.
+
+The two ends: :class:`InfoWriter` in the worker, :class:`InfoReader` in the parent.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import numpy as np
 
-from fastvec._kernels.infos import add_info, batch_infos
+from fastvec._kernels.infos import add_info, batch_block_infos, batch_infos
+from fastvec._protocol import BlockReply, InfoSchema, Status
 
-__all__ = ["INFO_BYTES", "Block", "Mismatch", "area_views", "batch_entries", "fetch_raw",
-           "leaves_of", "read_block", "schema_of", "write_leaves"]
+__all__ = ["INFO_BYTES", "Block", "InfoReader", "InfoWriter", "Mismatch", "area_views",
+           "batch_entries", "fetch_raw", "leaves_of", "read_block", "schema_of",
+           "write_leaves"]
 
 INFO_BYTES = 16 * 1024  # each worker's info area; bigger infos go over the pipe
 _ALIGN = 16
 
 Path = tuple[str, ...]
-Schema = tuple[tuple[Path, str, tuple[int, ...]], ...]
+Schema = InfoSchema
 
 
 class Block(NamedTuple):
@@ -149,3 +154,86 @@ def fetch_raw(entries: list, raw: dict[int, list]) -> list:
         else:
             out.append((index, info))
     return out
+
+
+class InfoWriter:
+    """The worker's end: its block's infos into its info area when they are plain."""
+
+    def __init__(self, area: np.ndarray, raw_only: np.ndarray, first: int, count: int) -> None:
+        self.area = area
+        self.raw_only = raw_only  # set by the parent once blocks disagreed
+        self.first, self.count = first, count
+        self.schema: Schema | None = None  # the layout the parent knows
+        self.views: list[np.ndarray] = []
+        self.last_entries: list = []  # the last step's raw infos, if the parent asks again
+
+    def encode(self, entries: list) -> Status | BlockReply:
+        """``Status.INFOS`` once the infos are in the area, else the reply to send."""
+        self.last_entries = entries
+        if self.raw_only[0]:
+            return BlockReply(entries)
+        batched, exact = batch_block_infos([(i - self.first, info) for i, info in entries],
+                                           self.count)
+        leaves = leaves_of(batched) if exact else None
+        if leaves is None:
+            return BlockReply(entries)
+        schema = schema_of(leaves)
+        if schema == self.schema:
+            write_leaves(self.views, leaves)
+            return Status.INFOS
+        views = area_views(schema, self.area)
+        if views is None:
+            return BlockReply(entries)
+        self.schema, self.views = schema, views
+        return BlockReply(entries, info_schema=schema)  # the parent learns the layout
+
+
+class InfoReader:
+    """The parent's end: the workers' info areas, and batching their blocks with raw infos.
+
+    ``resend(w)`` asks worker ``w`` for its last step's raw infos (used when two
+    blocks disagree on a leaf's dtype or shape).
+    """
+
+    def __init__(self, areas: np.ndarray, raw_only: np.ndarray,
+                 resend: Callable[[int], list]) -> None:
+        self.areas = areas
+        self.raw_only = raw_only
+        self.resend = resend
+        self.known: list[tuple[Schema, list[np.ndarray]] | None] = [None] * len(areas)
+
+    def learn(self, w: int, schema: Schema) -> None:
+        """Worker ``w`` writes its infos with ``schema`` from now on."""
+        views = area_views(schema, self.areas[w])
+        self.known[w] = None if views is None else (schema, views)
+
+    def forget(self, w: int) -> None:
+        """Worker ``w`` was replaced: it starts without a layout."""
+        self.known[w] = None
+
+    def read(self, w: int, start: int, size: int) -> tuple[int, Block]:
+        """Worker ``w``'s infos (envs ``start:start+size``) as one entry."""
+        known = self.known[w]
+        if known is None:
+            raise RuntimeError(f"worker {w} reported infos in its area before their layout")
+        return start, Block(read_block(*known), size, w)
+
+    def batch(self, entries: list, num_envs: int, position: dict[int, int] | None = None
+              ) -> dict:
+        """Gymnasium's batched infos of entries, some of them workers' blocks.
+
+        ``position`` maps env index to row (async batches) for raw infos fetched again.
+        """
+        try:
+            return batch_entries(entries, num_envs)
+        except Mismatch:
+            pass
+        # Two workers' blocks disagree on a leaf's dtype or shape, so their arrays cannot
+        # be combined exactly: ask for the raw infos, and from now on send only those.
+        self.raw_only[0] = 1
+        raw = {}
+        for index, info in entries:
+            if type(info) is Block:
+                raw[index] = [(i if position is None else position[i], value)
+                              for i, value in self.resend(info.worker)]
+        return batch_infos(fetch_raw(entries, raw), num_envs)

@@ -1,0 +1,68 @@
+"""The call state of a vector env, and the one guard every public method passes.
+
+Like Gymnasium's ``AsyncState``: a vector env is idle, waiting for
+``step_wait`` after ``step_async``, has envs in flight (async batches: sent or
+reset, not yet received), or closed.  :func:`check_call` says whether a call is
+allowed in a state, with the misuse error Gymnasium's vector envs would raise.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from fastvec.errors import (
+    AlreadyPendingCallError,
+    ClosedEnvError,
+    FastVecError,
+    NoAsyncCallError,
+)
+
+__all__ = ["CONTROL_CALLS", "CallState", "check_call"]
+
+CONTROL_CALLS = ("call", "call_each", "get_attr", "set_attr", "render")
+
+
+class CallState(Enum):
+    """Where a vector env stands between calls."""
+
+    IDLE = "idle"
+    WAITING_STEP = "waiting for step_wait()"
+    IN_FLIGHT = "envs in flight"  # async batches: sent or reset, not yet received
+    CLOSED = "closed"
+
+
+def check_call(state: CallState, call: str, owner: str, async_only: str | None) -> None:
+    """Raise the misuse error for ``call`` (a method name) in ``state``; else nothing.
+
+    ``owner`` names the vector env's class; ``async_only`` is the reason ``step``
+    and ``reset`` are refused with async batches on (None when they are allowed).
+    ``recv`` and ``send`` check which envs are in flight themselves.
+    """
+    if state is CallState.CLOSED:
+        raise ClosedEnvError(f"{owner} is closed; make a new one")
+    if call == "step_wait":
+        if state is not CallState.WAITING_STEP:
+            raise NoAsyncCallError("step_wait() called without a pending step_async()", "step")
+        return
+    if state is CallState.WAITING_STEP:
+        if call == "reset":
+            raise AlreadyPendingCallError(
+                "reset() called while a step_async() is pending; call step_wait() first", "step")
+        if call == "step_async":
+            raise AlreadyPendingCallError(
+                "step_async() called while a step is already pending; call step_wait() first",
+                "step")
+        if call == "async_reset":
+            raise AlreadyPendingCallError("async_reset() called while a step is pending", "step")
+        if call in CONTROL_CALLS:
+            raise FastVecError(f"{call}() called while a step is pending; call step_wait()")
+    if call in ("reset", "step_async"):
+        what = "reset" if call == "reset" else "step"
+        if async_only is not None:
+            raise FastVecError(f"{what}() is not available with {async_only}: use "
+                               "async_reset(), recv() and send()")
+        if state is CallState.IN_FLIGHT:
+            raise FastVecError(f"{what}() called while envs are in flight from send() or "
+                               "async_reset(); recv() them first")
+    if call in CONTROL_CALLS and state is CallState.IN_FLIGHT:
+        raise FastVecError(f"{call}() called while envs are in flight; recv() them first")

@@ -1,0 +1,236 @@
+"""A pool of blocks: the one interface beneath every fastvec vector env.
+
+The envs are split into contiguous blocks (``bounds[b] = (start, stop)``).  A
+vector env posts a command to some blocks and collects their replies; where a
+block runs is the pool's business:
+
+- :class:`LocalPool` (``SyncVecEnv``): blocks stepped in this process.
+- ``ProcessPool`` (``SubprocVecEnv``, ``fastvec._process_pool``): one worker
+  process per block, talking through shared memory and the barrier.
+
+Data flow of a step::
+
+    trainer actions -> vector env checks them (fastvec._actions)
+      -> pool.post_step: actions into each block's rows (shared action rows, or
+         per-env lists for an in-process block) and the command to the block
+      -> each block steps its envs (fastvec._kernels.stepping.EnvBlock) and writes
+         observations (fastvec._obs_store), rewards and flags (fastvec._buffers)
+         into its rows
+      -> pool.collect waits for the blocks in short slices (liveness, deadline),
+         applies the failure policy, returns each block's info entries
+      -> vector env batches infos (pool.batch_infos) and returns views of the rows.
+
+Failure policy lives here, once: a block whose env raised or whose worker died
+is reported (``on_failure="raise"``) or rebuilt and reset
+(``on_failure="restart"``: its envs report ``truncations`` on a failed step and
+``infos["worker_restarted"]``); an observation that does not fit its space is
+always raised; a wait cut short (deadline, Ctrl-C) or a dead worker leaves the
+pool ``broken`` and every later call refuses with the reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fastvec._actions import ActionChecker
+from fastvec._buffers import Buffers
+from fastvec._kernels.infos import batch_infos
+from fastvec.errors import FastVecError, ObservationError, WorkerError
+
+__all__ = ["FAILURE_POLICIES", "LocalBlock", "LocalPool", "Pool", "split_blocks"]
+
+FAILURE_POLICIES = ("raise", "restart")
+Entries = list  # [(env_index, info dict), ...] in env order
+
+
+def split_blocks(num_envs: int, num_blocks: int) -> list[tuple[int, int]]:
+    """Contiguous ``[start, end)`` env blocks, the first ``num_envs % num_blocks`` one larger."""
+    size, extra = divmod(num_envs, num_blocks)
+    bounds, start = [], 0
+    for b in range(num_blocks):
+        end = start + size + (b < extra)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+class Pool:
+    """Blocks of envs somewhere: post commands, collect replies, restart, close."""
+
+    bounds: list[tuple[int, int]]
+    buffers: Buffers
+    on_failure: str = "raise"
+    broken: str | None = None  # why the pool cannot be used any more
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.bounds)
+
+    # -- what a member implements -----------------------------------------------------
+
+    def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
+                  env_ids: np.ndarray | None = None) -> None:
+        """Hand a checked action batch (for all envs, or for ``env_ids``) to ``blocks``."""
+        raise NotImplementedError
+
+    def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
+                   mask: np.ndarray | None) -> None:
+        """Start resetting ``blocks`` (the envs in ``mask``, if given) with per-env seeds."""
+        raise NotImplementedError
+
+    def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
+                restart_truncates: bool = True) -> dict[int, Entries]:
+        """Wait for ``want`` (default: all) of ``blocks``, earliest first; their info entries.
+
+        Failures are handled by the policy (see the module docstring); a restarted
+        block's envs report ``truncations=restart_truncates``.
+        """
+        raise NotImplementedError
+
+    def drain(self, blocks: Sequence[int], what: str) -> None:
+        """Wait for ``blocks`` and drop their results (errors included)."""
+        self.collect(blocks, what)
+
+    def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
+                what: str) -> list:
+        """``fn(env, *args)`` for each env index in ``targets`` (ascending), in order."""
+        raise NotImplementedError
+
+    def close(self, timeout: float | None = None, terminate: bool = False,
+              pending: Sequence[int] = ()) -> None:
+        """Close every env and release what the pool holds (idempotent).
+
+        ``pending``: blocks with a command in flight, waited for up to ``timeout``
+        seconds first; ``terminate``: stop at once, without closing the envs.
+        """
+        raise NotImplementedError
+
+    # -- shared by every member --------------------------------------------------------
+
+    def batch_infos(self, entries: Entries, num_envs: int,
+                    position: dict[int, int] | None = None) -> dict:
+        """Gymnasium's dict-of-arrays infos of ``entries`` (``position``: env -> batch row)."""
+        return batch_infos(entries, num_envs)
+
+    def check_usable(self) -> None:
+        """Raise if an earlier failure left the pool unusable."""
+        if self.broken is not None:
+            hint = "" if self.on_failure == "restart" else (
+                ", or use on_worker_failure='restart' (it covers steps and resets)")
+            raise FastVecError(f"this {self.owner} is unusable ({self.broken}); close it "
+                               f"and make a new one{hint}")
+
+    owner = "vector env"  # how messages name the vector env
+
+    def settle(self, replies: dict[int, Any], restart_truncates: bool) -> dict[int, Entries]:
+        """Apply the failure policy to replies that are exceptions; entries of every block."""
+        failures = {b: r for b, r in sorted(replies.items()) if isinstance(r, BaseException)}
+        for exc in failures.values():  # the lowest env's first, whichever finished first
+            if isinstance(exc, ObservationError) or self.on_failure == "raise":
+                self.note_dead(failures.values())
+                raise exc
+        for b in failures:
+            replies[b] = self.restart(b, restart_truncates)
+        return replies
+
+    def restart(self, b: int, truncate: bool) -> Entries:
+        """Rebuild block ``b`` and reset its envs; they report reward 0 and ``truncate``."""
+        entries = self.rebuild(b)
+        start, stop = self.bounds[b]
+        self.buffers.clear(slice(start, stop), truncate)
+        return entries + [(i, {"worker_restarted": True}) for i in range(start, stop)]
+
+    def rebuild(self, b: int) -> Entries:
+        """Replace block ``b``'s envs with fresh ones, reset; the reset's info entries."""
+        raise FastVecError(f"{type(self).__name__} cannot restart a block")
+
+    def note_dead(self, failures: Any) -> None:
+        """Mark the pool unusable if any of ``failures`` is a worker that died."""
+        for exc in failures:
+            if isinstance(exc, WorkerError) and exc.exitcode is not None:
+                self.broken = str(exc)
+                return
+
+
+class LocalBlock:
+    """A block of envs stepped in this process, when its pool collects it."""
+
+    def __init__(self, envs: list, start: int, buffers: Buffers, mode: int) -> None:
+        self.envs = envs
+        self.start = start
+        self.buffers = buffers
+        self.block, self.objects = buffers.env_block(envs, start, mode)
+        self.pending: tuple | None = None  # (actions,) or (seeds, options, mask)
+
+    def post_step(self, actions: list) -> None:
+        self.pending = (actions,)
+
+    def post_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> None:
+        self.pending = (seeds, options, mask)
+
+    def run(self) -> Entries:
+        """Run the posted command; its info entries."""
+        pending, self.pending = self.pending, None
+        if pending is None:
+            return []
+        if len(pending) == 1:
+            self._renew_rows(keep=False)  # every env writes its row on a step
+            entries = self.block.step(pending[0])
+        else:
+            self._renew_rows(keep=pending[2] is not None)
+            entries = self.block.reset(*pending)
+        if self.objects is not None:
+            self.buffers.obs.receive(self.start, self.objects)
+        return entries
+
+    def _renew_rows(self, keep: bool) -> None:
+        """Before the envs write: new rows, when the store hands out fresh ones."""
+        rows = self.buffers.obs.before_write(keep)
+        if rows is not None:
+            self.block.set_rows(rows[self.start:self.start + len(self.envs)])
+
+
+class LocalPool(Pool):
+    """Blocks stepped in this process, one after another; env errors pass through as raised."""
+
+    def __init__(self, envs: list, buffers: Buffers, mode: int) -> None:
+        self.envs = envs
+        self.buffers = buffers
+        self.bounds = [(0, len(envs))]
+        self.blocks = [LocalBlock(envs, 0, buffers, mode)]
+
+    def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
+                  env_ids: np.ndarray | None = None) -> None:
+        per_env = checker.split(actions)
+        for b in blocks:
+            start, stop = self.bounds[b]
+            self.blocks[b].post_step(per_env[start:stop])
+
+    def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
+                   mask: np.ndarray | None) -> None:
+        for b in blocks:
+            start, stop = self.bounds[b]
+            self.blocks[b].post_reset(seeds[start:stop], options,
+                                      None if mask is None else mask[start:stop])
+
+    def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
+                restart_truncates: bool = True) -> dict[int, Entries]:
+        return {b: self.blocks[b].run() for b in blocks}
+
+    def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
+                what: str) -> list:
+        if args_per_env is None:
+            return [fn(self.envs[i]) for i in targets]
+        return [fn(self.envs[i], *args) for i, args in zip(targets, args_per_env, strict=True)]
+
+    def close(self, timeout: float | None = None, terminate: bool = False,
+              pending: Sequence[int] = ()) -> None:
+        for block in self.blocks:
+            block.pending = None
+        if not terminate:
+            for env in self.envs:
+                env.close()
+        self.envs = []

@@ -1,0 +1,152 @@
+"""What the trainer and its worker processes say to each other, defined once.
+
+Both sides import this module.  A step or reset is posted through the barrier
+as a :class:`Command`; the worker answers with a :class:`Status` in the same
+barrier.  Anything that carries Python objects travels as one of the named
+messages below, pickled over the worker's control pipe:
+
+start-up   worker -> :class:`Hello`; parent -> :class:`Attach` + the block's fd;
+           worker -> :class:`Ready` (or an :class:`ErrorReport` at any point).
+RESET      parent -> :class:`ResetRequest`; worker -> a :class:`BlockReply` when
+           there are infos or object observations, else just ``Status.OK``.
+STEP       actions are in the shared block (or a :class:`StepActions` message for
+           spaces without a record layout); worker -> ``Status.OK``,
+           ``Status.INFOS`` (infos in its info area) or a :class:`BlockReply`.
+CONTROL    parent -> :class:`ControlRequest` (or :class:`ResendInfos`); worker ->
+           :class:`ControlReply`.
+CLOSE      no message; the worker closes its envs and exits.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any, NamedTuple
+
+__all__ = [
+    "Attach", "BlockReply", "Command", "ControlReply", "ControlRequest", "ErrorReport",
+    "Hello", "InfoSchema", "Ready", "Region", "ResendInfos", "ResetRequest", "Status",
+    "StepActions", "Stop",
+]
+
+InfoSchema = tuple[tuple[tuple[str, ...], str, tuple[int, ...]], ...]
+"""Each leaf of a batched info dict: key path, dtype string, shape."""
+
+
+class Command(IntEnum):
+    """What the parent posts to a worker through the barrier."""
+
+    STEP = 1
+    RESET = 2
+    CONTROL = 3
+    CLOSE = 4
+
+
+class Status(IntEnum):
+    """How a worker finished its command (read from the barrier)."""
+
+    OK = 0
+    ERROR = 1  # an ErrorReport follows on the pipe
+    MESSAGE = 2  # a reply follows on the pipe
+    MESSAGE_SENT = 3  # a reply is whole on the pipe already
+    INFOS = 4  # the step's infos are in the worker's info area
+
+
+class Region:
+    """Names of the shared block's regions."""
+
+    BARRIER = "barrier"
+    OBS = "obs"  # (num_envs, record_size) bytes: one observation record per env
+    ACTIONS = "actions"  # (num_envs, action record_size) bytes
+    REWARDS = "rewards"
+    TERMINATIONS = "terminations"
+    TRUNCATIONS = "truncations"
+    NEEDS_RESET = "needs_reset"
+    INFOS = "infos"  # (num_workers, INFO_BYTES): each worker's info area
+    INFOS_RAW_ONLY = "infos_raw_only"  # set by the parent: workers send raw infos only
+
+
+# -- start-up --------------------------------------------------------------------------
+
+class Hello(NamedTuple):
+    """A worker built its envs: the first env's spaces and every env's, for checking."""
+
+    observation_space: Any
+    action_space: Any
+    metadata: dict
+    render_mode: str | None
+    env_spaces: list[tuple[Any, Any]]
+
+
+class Attach(NamedTuple):
+    """Where the worker's block sits in the shared block (its fd follows)."""
+
+    plan: Any  # fastvec._shm.BlockPlan
+    first_env: int
+    num_workers: int
+    autoreset_mode: int
+
+
+class Ready(NamedTuple):
+    """The worker attached and serves commands through the barrier."""
+
+
+class Stop(NamedTuple):
+    """Exit before attaching (the parent gave up on start-up)."""
+
+
+class ErrorReport(NamedTuple):
+    """An exception in the worker; ``env_index`` counts from the worker's first env."""
+
+    env_index: int | None
+    type_name: str
+    message: str
+    traceback: str
+    is_observation_error: bool
+
+
+# -- commands --------------------------------------------------------------------------
+
+class ResetRequest(NamedTuple):
+    """Reset the block's envs (those where ``mask`` is true) with per-env seeds."""
+
+    seeds: list
+    options: dict | None
+    mask: Any
+
+
+class StepActions(NamedTuple):
+    """Per-env actions, for action spaces without a record layout."""
+
+    actions: list
+
+
+class ControlRequest(NamedTuple):
+    """Run ``fn(env, *args)`` for the block's envs ``envs`` (``args_per_env`` aligned)."""
+
+    fn: bytes  # cloudpickled
+    envs: list[int]
+    args_per_env: list[tuple] | None
+
+
+class BlockReply(NamedTuple):
+    """The Python objects of a step or reset.
+
+    ``entries``: non-empty infos as ``(env_index, info)``; ``obs_objects``: the
+    block's observations when the space has no record layout; ``info_schema``: the
+    layout of the worker's info area from now on (its infos of this step are in
+    ``entries`` too).
+    """
+
+    entries: list
+    obs_objects: list | None = None
+    info_schema: InfoSchema | None = None
+
+
+class ResendInfos(NamedTuple):
+    """Send the raw infos of the last step again (as a ``ControlReply``)."""
+
+
+class ControlReply(NamedTuple):
+    """One result per env asked for."""
+
+    results: list
