@@ -111,10 +111,8 @@ class AsyncBatches:
             raise NoAsyncCallError("recv() called with no envs in flight; call async_reset() "
                                    "or send() first", "recv")
         want = min(self.batch_size // self.block_size, len(flying))
-        replies = self.pool.collect(flying, "a batch", want)
-        chosen = sorted(replies)
+        chosen, entries = self.pool.collect(flying, "a batch", want)
         self.in_flight[chosen] = False
-        entries = [entry for w in chosen for entry in replies[w]]
         self.held[chosen] = True
         if chosen[-1] - chosen[0] == len(chosen) - 1:  # neighbouring blocks: one slice
             start, stop = self.bounds[chosen[0]][0], self.bounds[chosen[-1]][1]

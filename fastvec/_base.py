@@ -125,6 +125,7 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
     def _use_pool(self, pool: Pool) -> None:
         """Run the envs in ``pool``; its buffers hold the batch."""
         self._pool = pool
+        self._all_blocks = range(pool.num_blocks)
         self._buffers: Buffers = pool.buffers
         self.layout: Layout | None = pool.buffers.obs.layout
 
@@ -140,11 +141,17 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
 
     def _enter(self, call: str) -> None:
         """The guard every public method passes: the call state, then the pool's health."""
-        async_only = None if self.batch_size == self.num_envs else (
-            f"batch_size={self.batch_size} < num_envs={self.num_envs}")
-        check_call(self._state, call, type(self).__name__, async_only)
-        if self._pool is not None:
-            self._pool.check_usable()
+        state = self._state
+        # The calls of an ordinary step loop pass without further checks.
+        if not ((state is CallState.IDLE and call != "step_wait"
+                 and self.batch_size == self.num_envs)
+                or (state is CallState.WAITING_STEP and call == "step_wait")):
+            async_only = None if self.batch_size == self.num_envs else (
+                f"batch_size={self.batch_size} < num_envs={self.num_envs}")
+            check_call(state, call, type(self).__name__, async_only)
+        pool = self._pool
+        if pool is not None and pool.broken is not None:
+            pool.check_usable()
 
     # -- the Gymnasium API -----------------------------------------------------------
 
@@ -195,8 +202,7 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
         blocks = [b for b, (start, stop) in enumerate(pool.bounds)
                   if mask is None or mask[start:stop].any()]
         pool.post_reset(blocks, seeds, options, mask)
-        replies = pool.collect(blocks, "a reset", restart_truncates=False)
-        entries = [entry for b in sorted(replies) for entry in replies[b]]
+        _, entries = pool.collect(blocks, "a reset", restart_truncates=False)
         where = slice(None) if mask is None else mask
         self._buffers.terminations[where] = False
         self._buffers.truncations[where] = False
@@ -303,8 +309,7 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
         self._enter("step_wait")
         self._state = CallState.IDLE
         assert self._pool is not None  # set in __init__
-        replies = self._pool.collect(self._all_blocks, "a step")
-        entries = [entry for b in sorted(replies) for entry in replies[b]]
+        _, entries = self._pool.collect(self._all_blocks, "a step")
         infos = self._pool.batch_infos(entries, self.num_envs) if entries else {}
         buffers = self._buffers
         if self._stats is not None:
@@ -316,11 +321,6 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
             buffers.truncations.copy(),
             infos,
         )
-
-    @property
-    def _all_blocks(self) -> range:
-        assert self._pool is not None
-        return range(self._pool.num_blocks)
 
     def _call_each(self, fn: Callable[..., Any], indices: list[int],
                    args_per_env: list[tuple] | None, what: str) -> tuple[Any, ...]:
@@ -391,3 +391,4 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
         spec = getattr(self, "spec", None)
         return f"{name}({spec.id}, num_envs={self.num_envs})" if spec else \
             f"{name}(num_envs={self.num_envs})"
+

@@ -96,6 +96,8 @@ class ObsStore:
 class RecordStore(ObsStore):
     """Observations as flat byte records, one row per env."""
 
+    layout: Layout
+
     def __init__(self, layout: Layout, rows: np.ndarray, copy: bool,
                  fresh_rows: bool = False) -> None:
         self.layout = layout

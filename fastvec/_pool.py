@@ -82,11 +82,12 @@ class Pool:
         raise NotImplementedError
 
     def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
-                restart_truncates: bool = True) -> dict[int, Entries]:
-        """Wait for ``want`` (default: all) of ``blocks``, earliest first; their info entries.
+                restart_truncates: bool = True) -> tuple[list[int], Entries]:
+        """Wait for ``want`` (default: all) of ``blocks``, earliest first.
 
-        Failures are handled by the policy (see the module docstring); a restarted
-        block's envs report ``truncations=restart_truncates``.
+        Returns the blocks collected (ascending) and their info entries, in env
+        order.  Failures are handled by the policy (see the module docstring); a
+        restarted block's envs report ``truncations=restart_truncates``.
         """
         raise NotImplementedError
 
@@ -125,8 +126,9 @@ class Pool:
 
     owner = "vector env"  # how messages name the vector env
 
-    def settle(self, replies: dict[int, Any], restart_truncates: bool) -> dict[int, Entries]:
-        """Apply the failure policy to replies that are exceptions; entries of every block."""
+    def settle(self, replies: dict[int, Any], restart_truncates: bool
+               ) -> tuple[list[int], Entries]:
+        """Apply the failure policy to replies that are exceptions; ``collect``'s result."""
         failures = {b: r for b, r in sorted(replies.items()) if isinstance(r, BaseException)}
         for exc in failures.values():  # the lowest env's first, whichever finished first
             if isinstance(exc, ObservationError) or self.on_failure == "raise":
@@ -134,7 +136,8 @@ class Pool:
                 raise exc
         for b in failures:
             replies[b] = self.restart(b, restart_truncates)
-        return replies
+        blocks = sorted(replies)
+        return blocks, [entry for b in blocks for entry in replies[b]]
 
     def restart(self, b: int, truncate: bool) -> Entries:
         """Rebuild block ``b`` and reset its envs; they report reward 0 and ``truncate``."""
@@ -163,6 +166,7 @@ class LocalBlock:
         self.start = start
         self.buffers = buffers
         self.block, self.objects = buffers.env_block(envs, start, mode)
+        self.fresh_rows = getattr(buffers.obs, "fresh_rows", False)
         self.pending: tuple | None = None  # (actions,) or (seeds, options, mask)
 
     def post_step(self, actions: list) -> None:
@@ -176,21 +180,15 @@ class LocalBlock:
         pending, self.pending = self.pending, None
         if pending is None:
             return []
-        if len(pending) == 1:
-            self._renew_rows(keep=False)  # every env writes its row on a step
-            entries = self.block.step(pending[0])
-        else:
-            self._renew_rows(keep=pending[2] is not None)
-            entries = self.block.reset(*pending)
+        stepping = len(pending) == 1
+        if self.fresh_rows:  # new rows; a masked reset keeps the other envs' records
+            rows = self.buffers.obs.before_write(keep=not stepping and pending[2] is not None)
+            assert rows is not None
+            self.block.set_rows(rows[self.start:self.start + len(self.envs)])
+        entries = self.block.step(pending[0]) if stepping else self.block.reset(*pending)
         if self.objects is not None:
             self.buffers.obs.receive(self.start, self.objects)
         return entries
-
-    def _renew_rows(self, keep: bool) -> None:
-        """Before the envs write: new rows, when the store hands out fresh ones."""
-        rows = self.buffers.obs.before_write(keep)
-        if rows is not None:
-            self.block.set_rows(rows[self.start:self.start + len(self.envs)])
 
 
 class LocalPool(Pool):
@@ -205,6 +203,9 @@ class LocalPool(Pool):
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
         per_env = checker.split(actions)
+        if len(self.blocks) == 1:
+            self.blocks[0].pending = (per_env,)
+            return
         for b in blocks:
             start, stop = self.bounds[b]
             self.blocks[b].post_step(per_env[start:stop])
@@ -217,8 +218,11 @@ class LocalPool(Pool):
                                       None if mask is None else mask[start:stop])
 
     def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
-                restart_truncates: bool = True) -> dict[int, Entries]:
-        return {b: self.blocks[b].run() for b in blocks}
+                restart_truncates: bool = True) -> tuple[list[int], Entries]:
+        if len(self.blocks) == 1:
+            return [0], self.blocks[0].run()
+        done = sorted(blocks)
+        return done, [entry for b in done for entry in self.blocks[b].run()]
 
     def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
                 what: str) -> list:

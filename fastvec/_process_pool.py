@@ -167,7 +167,7 @@ class ProcessPool(Pool):
         self._post(blocks, Command.RESET)
 
     def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
-                restart_truncates: bool = True) -> dict[int, Entries]:
+                restart_truncates: bool = True) -> tuple[list[int], Entries]:
         replies = self._collect(blocks, what, want)
         for w, reply in replies.items():
             if not isinstance(reply, BaseException):

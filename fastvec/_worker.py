@@ -156,8 +156,8 @@ class _Server:
                 continue
             if reply is None:
                 self.barrier.finish(self.index, Status.OK)
-            elif reply is Status.INFOS:  # the infos are in the info area already
-                self.barrier.finish(self.index, Status.INFOS)
+            elif isinstance(reply, Status):  # INFOS: the infos are in the info area already
+                self.barrier.finish(self.index, reply)
             else:
                 self._reply(reply)
 
