@@ -346,9 +346,10 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
             terminate: Stop the workers at once, without closing their envs.
             **kwargs: Ignored (Gymnasium's signature).
         """
+        pending = self._pending_blocks()
         pool, self._pool = self._pool, None
         if pool is not None:
-            pool.close(timeout, terminate, self._pending_blocks())
+            pool.close(timeout, terminate, pending)
 
     def _pending_blocks(self) -> list[int]:
         """Blocks with a command in flight (a pending ``step_async``)."""
