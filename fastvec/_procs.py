@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
+import tempfile
 import threading
 import time
-from collections.abc import Sequence
+import types
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from multiprocessing.reduction import ForkingPickler, send_handle
 from typing import Any
 
@@ -56,8 +61,13 @@ class WorkerProcess:
         self.process = ctx.Process(
             target=_worker.run, args=(index, env_fns_bytes, child_conn, death_signal),
             name=f"fastvec-worker-{index}", daemon=True)
-        self.process.start()
+        with _main_module_hidden():
+            self.process.start()
         child_conn.close()
+        # Where the worker's fatal-error handler writes (a native crash's traceback): an
+        # anonymous file both hold, so nothing is left behind however either exits.
+        self.last_words = _anonymous_file()
+        self.send_fd(self.last_words.fileno())
 
     @property
     def sentinel(self) -> int:
@@ -69,30 +79,56 @@ class WorkerProcess:
         return self.process.exitcode is None
 
     def died(self, what: str, env_index: int | None = None) -> WorkerError:
-        """The error for this worker having died while doing ``what``."""
+        """The error for this worker having died while doing ``what``.
+
+        What the worker's fatal-error handler wrote (the Python traceback of a
+        native crash) is attached as ``__cause__``.
+        """
         self.process.join(0.1)
         code = self.process.exitcode
-        return WorkerError(f"worker {self.index} {describe_exit(code)} during {what}",
-                           env_index=env_index, worker_index=self.index, exitcode=code)
+        words = self.read_last_words()
+        hint = ""
+        if what == "start-up" and code == 1 and not words:
+            hint = (" without reporting an error (had it failed while Python started or "
+                    "imported fastvec, its message is on its standard error)")
+        error = WorkerError(f"worker {self.index} {describe_exit(code)} during {what}{hint}",
+                            env_index=env_index, worker_index=self.index, exitcode=code)
+        if words:
+            error.__cause__ = RemoteTraceback(words)
+        return error
+
+    def read_last_words(self) -> str:
+        """What the worker's fatal-error handler wrote, if anything."""
+        try:
+            self.last_words.seek(0)
+            return self.last_words.read().decode(errors="replace")
+        except (OSError, ValueError, AttributeError):
+            return ""
 
     def send(self, message: Any) -> None:
         try:
             self.conn.send(message)
+            return
         except (OSError, EOFError):
-            raise self.died("a send") from None
+            pass  # reported below, outside the except clause
+        raise self.died("a send")
 
     def send_bytes(self, payload: Any) -> None:
         """Send a message pickled already (see :func:`send_all`)."""
         try:
             self.conn.send_bytes(payload)
+            return
         except (OSError, EOFError):
-            raise self.died("a send") from None
+            pass  # reported below, outside the except clause
+        raise self.died("a send")
 
     def send_fd(self, fd: int) -> None:
         try:
             send_handle(self.conn, fd, self.process.pid)
+            return
         except (OSError, EOFError):
-            raise self.died("start-up") from None
+            pass  # reported below, outside the except clause
+        raise self.died("start-up")
 
     def recv(self, deadline: float, what: str) -> Any:
         """The next message, raising WorkerError if the worker dies, WorkerTimeout at deadline."""
@@ -106,14 +142,16 @@ class WorkerProcess:
         try:
             return self.conn.recv()
         except (OSError, EOFError):
-            raise self.died(what) from None
+            pass  # reported below, outside the except clause
+        raise self.died(what)
 
     def recv_now(self, what: str) -> Any:
         """A message known to be whole on the pipe already."""
         try:
             return self.conn.recv()
         except (OSError, EOFError):
-            raise self.died(what) from None
+            pass  # reported below, outside the except clause
+        raise self.died(what)
 
     def tell_to_stop(self) -> None:
         """Ask a worker that has not attached yet to exit (it reads its pipe until then)."""
@@ -131,14 +169,45 @@ class WorkerProcess:
         if self.process.exitcode is None:
             self.process.kill()
             self.process.join(2.0)
-        self.conn.close()
+        self._release()
 
     def kill(self) -> None:
         """Kill the worker at once and reap it."""
         if self.process.exitcode is None:
             self.process.kill()
         self.process.join(2.0)
+        self._release()
+
+    def _release(self) -> None:
         self.conn.close()
+        if hasattr(self, "last_words"):
+            self.last_words.close()
+
+
+@contextmanager
+def _main_module_hidden() -> Iterator[None]:
+    """Start a process without it re-running the trainer's main module.
+
+    spawn and forkserver children import the parent's ``__main__`` again (by path or
+    module name) before anything else: that fails for a script piped to ``python -``
+    and re-runs a script without an ``if __name__ == "__main__":`` guard.  Workers need
+    nothing from it (env fns travel by value with cloudpickle), so while a worker is
+    started ``__main__`` is a bare module that names no file.
+    """
+    main = sys.modules.get("__main__")
+    sys.modules["__main__"] = types.ModuleType("__main__")
+    try:
+        yield
+    finally:
+        if main is not None:
+            sys.modules["__main__"] = main
+
+
+def _anonymous_file() -> Any:
+    """A read-write binary file with no name (memfd on Linux)."""
+    if hasattr(os, "memfd_create"):
+        return os.fdopen(os.memfd_create("fastvec-worker", os.MFD_CLOEXEC), "w+b")
+    return tempfile.TemporaryFile()  # pragma: no cover - non-Linux
 
 
 def send_all(workers: Sequence[WorkerProcess], messages: Sequence[Any]) -> None:

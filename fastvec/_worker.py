@@ -12,6 +12,7 @@ one just after).  Every message is a type of ``fastvec._protocol``.
 
 from __future__ import annotations
 
+import faulthandler
 import multiprocessing
 import os
 import signal
@@ -57,6 +58,11 @@ def run(worker_index: int, env_fns_bytes: bytes, conn: Any, death_signal: bool =
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
     if death_signal:  # else the orphan check in serve() notices a dead trainer
         set_parent_death_signal(signal.SIGKILL)
+    try:  # a native crash's traceback goes where the parent can read it
+        last_words = recv_handle(conn)
+    except (EOFError, OSError):
+        return
+    faulthandler.enable(file=last_words, all_threads=False)
     parent = os.getppid()
     for key in [k for k in os.environ if k.startswith(("OMPI_", "PMI_"))]:
         del os.environ[key]  # env fns must not join the trainer's MPI job
