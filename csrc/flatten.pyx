@@ -5,16 +5,26 @@ The layout (leaf paths, dtypes, shapes, offsets) is computed once in Python by
 walks each leaf's path, checks the value against the leaf and copies its bytes.
 A C-contiguous ndarray of the exact dtype and shape (or, for a scalar leaf, a
 numpy scalar of its type or a Python int for int64) is copied without touching
-Python; anything else goes through a
-slower path that converts what can be converted safely and otherwise raises a
-``ObservationError`` (a ``ValueError``) naming the env and the leaf (``obs["image"]``).
+Python.  Anything else goes through a slower path that accepts exactly what
+Gymnasium's vector envs accept and writes the same bytes: their
+``concatenate`` is ``np.stack(items, out=batch)``, so each value is taken as
+``np.asanyarray(value)`` (lists, tuples, Python and numpy scalars), must have
+the leaf's exact shape, and is cast with numpy's default ``casting="same_kind"``
+(float64 -> float32, int64 -> int32, bool -> int; not float -> int, nor signed
+-> unsigned).  What does not fit raises ``ObservationError`` (a ``ValueError``)
+naming the env and the leaf (``obs["image"]``).  A cast is noted once per
+process, leaf and dtype in the ``"fastvec"`` logger (level INFO).
 """
 
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
+from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF
 from libc.stdint cimport int64_t
 from libc.string cimport memcpy
 
 cimport numpy as cnp
+
+import logging
 
 import numpy as np
 
@@ -22,7 +32,18 @@ from fastvec.errors import ObservationError
 
 cnp.import_array()
 
-_PYTHON_SCALARS = (int, float, bool)
+
+cdef extern from "numpy/arrayobject.h":
+    # Not in Cython's numpy declarations (NewFromDescr steals a reference to descr).
+    object PyArray_NewFromDescr(PyTypeObject* subtype, cnp.dtype descr, int nd,
+                                cnp.npy_intp* dims, cnp.npy_intp* strides, void* data,
+                                int flags, PyObject* obj)
+    bint PyArray_CanCastTypeTo(cnp.dtype from_, cnp.dtype to, cnp.NPY_CASTING casting)
+
+
+_log = logging.getLogger("fastvec")
+# (leaf name, source type number, leaf type number) already noted in this process.
+cdef set _noted_casts = set()
 
 
 cdef class FieldTable:
@@ -107,43 +128,81 @@ cdef class FieldTable:
 
     cdef int _write_slow(self, Py_ssize_t f, object value, char* dst,
                          Py_ssize_t env_index) except -1:
-        cdef cnp.ndarray arr = _convert(
-            value, self.dtypes[f], self.shapes[f], self.names[f], env_index)
-        memcpy(dst, cnp.PyArray_DATA(arr), self.nbytes[f])
+        # Gymnasium's concatenate for a leaf is np.stack(items, out=batch): each item
+        # becomes np.asanyarray(item), must have the leaf's exact shape, and is
+        # assigned with casting="same_kind".  Do the same, straight into the row.
+        cdef cnp.ndarray source, target
+        cdef cnp.dtype want = <cnp.dtype>self.dtypes[f]
+        cdef cnp.dtype got
+        cdef cnp.npy_intp* shape
+        cdef int d, ndim = <int>self.ndims[f]
+        try:
+            source = <cnp.ndarray>cnp.PyArray_FROM_O(value)  # = np.asanyarray(value)
+        except Exception as exc:
+            raise ObservationError(
+                f"env {env_index} returned {self.names[f]} that is not array-like ({exc}); "
+                f"expected shape {self.shapes[f]} and dtype {want}") from None
+        shape = cnp.PyArray_DIMS(source)
+        if cnp.PyArray_NDIM(source) != ndim:
+            _shape_error(self, f, value, source, env_index)
+        for d in range(ndim):
+            if shape[d] != self.dims[f, d]:
+                _shape_error(self, f, value, source, env_index)
+        got = source.descr
+        if not PyArray_CanCastTypeTo(got, want, cnp.NPY_SAME_KIND_CASTING):
+            raise ObservationError(
+                f"env {env_index} returned {self.names[f]} with dtype {got}"
+                f"{_source_note(value)}, expected dtype {want} (shape {self.shapes[f]}); "
+                f"observations are cast as Gymnasium's vector envs cast them, within a "
+                f"kind only (numpy casting='same_kind': float64 -> float32 and "
+                f"int64 -> int32 are fine, {got} -> {want} is not)")
+        if not cnp.PyArray_EquivTypes(got, want):
+            _note_cast(self.names[f], got, want, value, env_index)
+        if self.nbytes[f] == 0:
+            return 0
+        Py_INCREF(want)  # stolen by PyArray_NewFromDescr
+        target = <cnp.ndarray>PyArray_NewFromDescr(
+            <PyTypeObject*>cnp.ndarray, want, ndim, <cnp.npy_intp*>&self.dims[f, 0], NULL,
+            dst, cnp.NPY_ARRAY_CARRAY, NULL)
+        cnp.PyArray_UpdateFlags(target, cnp.NPY_ARRAY_UPDATE_ALL)  # the row may be unaligned
+        cnp.PyArray_CopyInto(target, source)  # numpy's cast, as in np.stack's assignment
         return 0
 
 
-def _convert(value, dtype, shape, name, env_index):
-    """``value`` as a C-contiguous array of ``dtype`` and ``shape``, or ObservationError."""
-    # Python scalars carry no dtype of their own: any same-kind cast that keeps
-    # the value is fine (5 -> uint8).  Arrays must cast safely (no float64 -> float32).
-    python_scalar = type(value) in _PYTHON_SCALARS
+cdef int _shape_error(FieldTable table, Py_ssize_t f, object value, cnp.ndarray source,
+                      Py_ssize_t env_index) except -1:
+    raise ObservationError(
+        f"env {env_index} returned {table.names[f]} with shape {(<object>source).shape}"
+        f"{_source_note(value)}, expected shape {table.shapes[f]} (dtype {table.dtypes[f]})")
+
+
+cdef object _source_note(object value):
+    """What the env returned, when it was not an ndarray: `` (from the int 256)``."""
+    if isinstance(value, np.ndarray):
+        return ""
+    if isinstance(value, (int, float, bool, complex, np.generic)):
+        text = str(value)
+        if len(text) > 40:
+            text = text[:37] + "..."
+        return f" (from the {type(value).__name__} {text})"
+    return f" (from a {type(value).__name__})"
+
+
+cdef void _note_cast(object name, cnp.dtype got, cnp.dtype want, object value,
+                     Py_ssize_t env_index) noexcept:
+    """Log once per process, leaf and dtype that an env's observation is being cast."""
+    key = (name, got.type_num, want.type_num)  # ints: cheap to hash on every cast
+    if key in _noted_casts:
+        return
     try:
-        source = np.asarray(value)
-    except Exception as exc:
-        raise ObservationError(
-            f"env {env_index} returned {name} that is not array-like ({exc}); "
-            f"expected shape {shape} and dtype {dtype}") from None
-    if source.shape != shape:
-        raise ObservationError(
-            f"env {env_index} returned {name} with shape {source.shape}, "
-            f"expected shape {shape} (dtype {dtype})")
-    casting = "same_kind" if python_scalar else "safe"
-    # A Python int may go into any integer leaf, unsigned too (int64 -> uint8 is not a
-    # same-kind cast); one that does not fit raises OverflowError below.
-    python_int = python_scalar and source.dtype.kind in "iu" and dtype.kind in "iu"
-    if not (python_int or np.can_cast(source.dtype, dtype, casting=casting)):
-        raise ObservationError(
-            f"env {env_index} returned {name} with dtype {source.dtype}, "
-            f"expected dtype {dtype} (shape {shape})")
-    try:
-        if python_scalar:
-            return np.ascontiguousarray(np.asarray(value, dtype=dtype))
-        return np.ascontiguousarray(source, dtype=dtype)
-    except OverflowError:
-        raise ObservationError(
-            f"env {env_index} returned {name} = {value!r}, which does not fit dtype {dtype}"
-        ) from None
+        _noted_casts.add(key)
+        _log.info(
+            "env %d returns %s as %s%s where its space says %s; fastvec casts it every "
+            "step, as Gymnasium's vector envs do (returning %s skips the conversion; "
+            "noted once per leaf and dtype)", env_index, name, got, _source_note(value),
+            want, want)
+    except Exception:
+        pass  # a note must never fail a step
 
 
 def _describe(value):

@@ -249,7 +249,12 @@ def make_variant(kind, value, dtype):
         return value if narrow is None else narrow
     if kind == "python" and (value.ndim == 0 or (
             value.size and dtype in (np.int64, np.float64, np.bool_))):
-        return value.tolist()  # (an empty list would lose the shape and the dtype)
+        # (an empty list would lose the shape and the dtype.)  Only where Gymnasium's
+        # batching takes it: a Python int is an int64 array to numpy, which does not go
+        # into an unsigned leaf (same_kind casting).
+        if np.can_cast(np.asarray(value.tolist()).dtype, dtype, casting="same_kind"):
+            return value.tolist()
+        return value
     if kind == "scalar" and value.ndim == 0:
         return value[()]  # a numpy scalar, not an ndarray
     return value
@@ -288,12 +293,19 @@ def test_each_variant_for_each_dtype(kind, dtype):
     assert_same_batch(batch_views(layout, rows), reference_batch(space, [obs]))
 
 
-def test_python_ints_fit_any_integer_leaf():
-    for dtype in (np.uint8, np.uint16, np.int8, np.uint64, np.float32):
+def test_python_ints_go_where_gymnasium_takes_them():
+    # A Python int is an int64 array to numpy: same_kind casts it into signed and float
+    # leaves, not into unsigned or bool ones (Gymnasium's SyncVectorEnv raises there too).
+    for dtype in (np.int8, np.int16, np.int32, np.int64, np.float16, np.float32):
         layout = layout_of(spaces.Box(0, 100, (), dtype=dtype))
         rows = np.zeros((1, layout.record_size), np.uint8)
         flatten_into(layout.table, 5, rows[0], 0)
         assert batch_views(layout, rows)[0] == 5
+    for dtype in (np.uint8, np.uint16, np.uint64, np.bool_):
+        layout = layout_of(spaces.Box(0, 1, (), dtype=dtype))
+        rows = np.zeros((1, layout.record_size), np.uint8)
+        with pytest.raises(ObservationError, match=rf"int64.*expected dtype {np.dtype(dtype)}"):
+            flatten_into(layout.table, 1, rows[0], 0)
 
 
 # -- zero copy -----------------------------------------------------------------------
@@ -348,21 +360,21 @@ GOOD_NESTED = {"a": (1, np.zeros(2, np.float32)), "b": np.array([0, 1], np.int8)
 ERROR_CASES = [
     pytest.param(IMAGE, {"image": np.zeros((4, 4), np.uint8), "speed": np.float32(0)},
                  'obs["image"]', "shape", id="wrong-shape"),
-    pytest.param(IMAGE, {"image": np.zeros((4, 4, 3), np.uint8), "speed": np.zeros(())},
-                 'obs["speed"]', "float64", id="float64-for-float32"),
-    pytest.param(NESTED, {**GOOD_NESTED, "a": (1, np.zeros(2))},
-                 'obs["a"][1]', "float64", id="nested-unsafe-dtype"),
+    pytest.param(IMAGE, {"image": np.zeros((4, 4, 3)), "speed": np.float32(0)},
+                 'obs["image"]', "float64", id="float64-for-uint8"),
+    pytest.param(NESTED, {**GOOD_NESTED, "a": (1, np.zeros(2, np.complex64))},
+                 'obs["a"][1]', "complex64", id="nested-complex-for-float32"),
     pytest.param(NESTED, {"a": GOOD_NESTED["a"]}, 'obs["b"]', "", id="missing-key"),
     pytest.param(NESTED, {**GOOD_NESTED, "a": (1,)}, 'obs["a"][1]', "", id="short-tuple"),
     pytest.param(NESTED, {**GOOD_NESTED, "a": (1.5, np.zeros(2, np.float32))},
                  'obs["a"][0]', "", id="float-for-discrete"),
     pytest.param(NESTED, None, 'obs["a"][0]', "", id="not-a-dict"),
     pytest.param(spaces.Dict({"px": spaces.Box(0, 255, (), np.uint8)}), {"px": 256},
-                 'obs["px"]', "256", id="python-int-overflows-uint8"),
+                 'obs["px"]', "256", id="python-int-256-for-uint8"),
     pytest.param(spaces.Dict({"px": spaces.Box(0, 255, (), np.uint8)}), {"px": -1},
-                 'obs["px"]', "-1", id="negative-python-int-for-uint8"),
-    pytest.param(spaces.Tuple((spaces.Box(0, 1, (3,), np.int8),)), (np.zeros(3, np.int16),),
-                 "obs[0]", "int16", id="int16-for-int8"),
+                 'obs["px"]', "-1", id="python-int-minus-1-for-uint8"),
+    pytest.param(spaces.Tuple((spaces.Box(0, 1, (3,), np.uint8),)), (np.zeros(3, np.int16),),
+                 "obs[0]", "int16", id="int16-for-uint8"),
     pytest.param(spaces.Box(0, 1, (2,), np.float32), np.zeros(3, np.float32),
                  "obs ", "shape", id="top-level-shape"),
 ]
@@ -379,6 +391,21 @@ def test_bad_observations_name_env_and_leaf(space, obs, name, detail):
     assert re.search(r"\benv 13\b", message), message
     assert name in message, message
     assert detail in message, message
+
+
+@pytest.mark.parametrize("space, obs", [
+    pytest.param(IMAGE, {"image": np.zeros((4, 4, 3), np.uint8), "speed": np.zeros(())},
+                 id="float64-for-float32"),
+    pytest.param(NESTED, {**GOOD_NESTED, "a": (1, [0.5, -0.25])}, id="nested-list"),
+    pytest.param(spaces.Tuple((spaces.Box(0, 1, (3,), np.int8),)), (np.arange(3, dtype=np.int16),),
+                 id="int16-for-int8"),
+])
+def test_same_kind_casts_are_accepted_as_gymnasium_does(space, obs):
+    # What used to be rejected as unsafe: now cast as Gymnasium's concatenate casts it.
+    layout = layout_of(space)
+    rows = np.zeros((1, layout.record_size), np.uint8)
+    flatten_into(layout.table, obs, rows[0], 13)
+    assert_same_batch(batch_views(layout, rows), reference_batch(space, [obs]))
 
 
 def test_row_too_short():
