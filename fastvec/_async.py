@@ -25,23 +25,29 @@ from fastvec.errors import NoAsyncCallError
 __all__ = ["AsyncBatches", "check_batch_size"]
 
 
-def check_batch_size(batch_size: int | None, num_envs: int, num_workers: int) -> int:
-    """The batch size to use; ValueError saying which values work when it cannot be."""
+def check_batch_size(batch_size: int | None, num_envs: int, num_workers: int,
+                     local: int = 0) -> int:
+    """The batch size to use; ValueError saying which values work when it cannot be.
+
+    ``local``: 1 when a block steps in the trainer's process besides the workers'.
+    """
     if batch_size is None or batch_size == num_envs:
         return num_envs
     if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
         raise ValueError(f"expected batch_size to be a positive int, got {batch_size!r}")
     if batch_size > num_envs:
         raise ValueError(f"expected batch_size <= num_envs = {num_envs}, got {batch_size}")
-    if num_envs % num_workers:
-        workers = [w for w in range(1, num_envs + 1) if num_envs % w == 0]
+    blocks = num_workers + local
+    name = f"num_workers + 1 = {blocks}" if local else f"num_workers = {blocks}"
+    if num_envs % blocks:
+        workers = [w - local for w in range(1 + local, num_envs + 1) if num_envs % w == 0]
         raise ValueError(f"async batches need equal worker blocks: num_envs = {num_envs} is "
-                         f"not divisible by num_workers = {num_workers} (try num_workers in "
-                         f"{workers})")
-    block = num_envs // num_workers
+                         f"not divisible by {name} (try num_workers in {workers})")
+    block = num_envs // blocks
     if batch_size % block:
         sizes = list(range(block, num_envs + 1, block))
-        raise ValueError(f"batch_size must be a multiple of num_envs // num_workers = {block} "
+        divisor = "num_envs // (num_workers + 1)" if local else "num_envs // num_workers"
+        raise ValueError(f"batch_size must be a multiple of {divisor} = {block} "
                          f"(batches are whole worker blocks): one of {sizes}, got {batch_size}")
     return int(batch_size)
 

@@ -149,14 +149,9 @@ class ProcessPool(Pool):
             _copy_into(self._action_views, actions, env_ids)
         else:
             per_env = checker.split(actions)
-            if env_ids is not None:  # into env order, as each worker expects
-                per_env = [per_env[k] for k in np.argsort(env_ids)]
-            messages, start = [], 0
-            for w in blocks:
-                a, b = self.bounds[w]
-                messages.append(StepActions(per_env[start:start + b - a]))
-                start += b - a
-            send_all([self._workers[w] for w in blocks], messages)
+            by_env: Any = per_env if env_ids is None else dict(zip(env_ids.tolist(), per_env))
+            send_all([self._workers[w] for w in blocks],
+                     [StepActions([by_env[i] for i in range(*self.bounds[w])]) for w in blocks])
         self._post(blocks, Command.STEP)
 
     def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
@@ -168,11 +163,16 @@ class ProcessPool(Pool):
 
     def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
                 restart_truncates: bool = True) -> tuple[list[int], Entries]:
+        return self.settle(self.collect_entries(blocks, what, want), restart_truncates)
+
+    def collect_entries(self, blocks: Sequence[int], what: str, want: int | None = None
+                        ) -> dict[int, Entries | BaseException]:
+        """``collect`` before the failure policy: each block's entries, or its exception."""
         replies = self._collect(blocks, what, want)
         for w, reply in replies.items():
             if not isinstance(reply, BaseException):
                 replies[w] = self._entries(w, reply)
-        return self.settle(replies, restart_truncates)
+        return replies
 
     def drain(self, blocks: Sequence[int], what: str) -> None:
         for w, reply in self._collect(blocks, what).items():
@@ -210,6 +210,14 @@ class ProcessPool(Pool):
         if isinstance(reply, BaseException):
             raise reply
         return reply.results
+
+    def ready(self, workers: Sequence[int]) -> list[int]:
+        """Those of ``workers`` whose command has finished, earliest first (no waiting)."""
+        return self._barrier.done_in_order(list(workers))
+
+    def posted_at(self, w: int) -> float:
+        """When worker ``w``'s current command was posted (monotonic seconds)."""
+        return float(self._posted_at[w])
 
     def _post(self, workers: Sequence[int], command: Command) -> None:
         """Post ``command`` to ``workers``, noting when (for the timeout)."""

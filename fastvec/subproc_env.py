@@ -24,6 +24,7 @@ from fastvec._base import BatchedVecEnv
 from fastvec._call_state import CallState
 from fastvec._pool import FAILURE_POLICIES, split_blocks
 from fastvec._process_pool import ProcessPool
+from fastvec._trainer_block_pool import TrainerBlockPool
 
 __all__ = ["SubprocVecEnv"]
 
@@ -59,6 +60,10 @@ class SubprocVecEnv(BatchedVecEnv):
             ``infos["worker_restarted"]``).
         episode_statistics: add ``infos["episode"]`` (return, length, time) when an
             episode ends, as Gymnasium's ``RecordEpisodeStatistics`` does.
+        local_block: the trainer's process steps the first of ``num_workers + 1``
+            blocks itself while the workers step theirs (for few cores and cheap envs;
+            a native crash in a local env takes the trainer down). Default
+            ``num_workers`` is then ``min(num_envs, os.cpu_count()) - 1`` (at least 1).
 
     Raises:
         ValueError: an argument is out of range (the message says what would work).
@@ -87,27 +92,38 @@ class SubprocVecEnv(BatchedVecEnv):
         timeout: float | None = None,
         on_worker_failure: str = "raise",
         episode_statistics: bool = False,
+        local_block: bool = False,
     ) -> None:
         num_envs = len(env_fns)
         if num_envs < 1:
             raise ValueError("expected at least one env function, got none")
-        num_workers = min(num_envs, os.cpu_count() or 1) if num_workers is None else num_workers
-        if not 1 <= num_workers <= num_envs:
-            raise ValueError(f"expected num_workers in [1, {num_envs}], got {num_workers}")
+        local = 1 if local_block else 0
+        if num_workers is None:
+            num_workers = max(1, min(num_envs, os.cpu_count() or 1) - local)
+        if not 1 <= num_workers <= num_envs - local:
+            where = " with local_block=True (the first block stays in this process)" \
+                if local_block else ""
+            raise ValueError(f"expected num_workers in [1, {num_envs - local}]{where}, got "
+                             f"{num_workers}")
         if on_worker_failure not in FAILURE_POLICIES:
             raise ValueError("expected on_worker_failure 'raise' or 'restart', "
                              f"got {on_worker_failure!r}")
         if timeout is not None and timeout <= 0:
             raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
         self.num_workers = num_workers
-        self.batch_size = check_batch_size(batch_size, num_envs, num_workers)
+        self.local_block = bool(local_block)
+        self.batch_size = check_batch_size(batch_size, num_envs, num_workers, local)
         self.timeout = timeout
         self.on_worker_failure = on_worker_failure
         self.context = context or default_context()
         _LIVE.add(self)
-        pool = ProcessPool(env_fns, split_blocks(num_envs, num_workers),
-                           mp.get_context(self.context), timeout, on_worker_failure)
+        bounds = split_blocks(num_envs, num_workers + local)
+        workers = ProcessPool(env_fns, bounds[local:], mp.get_context(self.context), timeout,
+                              on_worker_failure)
+        pool: ProcessPool | TrainerBlockPool = workers
         try:
+            if local_block:
+                pool = TrainerBlockPool(env_fns, bounds[0][1], workers)
             hello = pool.hello
             self._setup(num_envs, hello.observation_space, hello.action_space, hello.metadata,
                         hello.render_mode, autoreset_mode, copy, episode_statistics)
