@@ -516,8 +516,8 @@ BAD_OBS_PATH = {"box": "obs", "dict": 'obs["image"]', "tuple": "obs[1]"}
 def _corrupt(leaf: np.ndarray, fault: str) -> np.ndarray:
     if fault == "shape":
         return np.zeros((*leaf.shape[:-1], leaf.shape[-1] + 2), dtype=leaf.dtype)
-    if fault == "dtype":
-        return leaf.astype(np.int16 if leaf.dtype == np.uint8 else np.float64)
+    if fault == "dtype":  # a dtype Gymnasium's batching refuses too (not a same-kind cast)
+        return leaf.astype(np.int16 if leaf.dtype == np.uint8 else np.complex64)
     raise ValueError(f"unknown fault {fault!r}")
 
 
