@@ -34,6 +34,8 @@ SYNTHETIC = [AtariLikeEnv, DictObsEnv, InfoEnv, HeavyEnv, LongTailEnv]
 NEW_FASTVEC_SYSTEMS = [
     "fastvec-subproc",
     "fastvec-async",
+    "fastvec-local",
+    "fastvec-local-async",
     "fastvec-subproc-w4",
     "fastvec-async-w4",
     "fastvec-subproc-w8",
@@ -121,6 +123,9 @@ def test_info_env_reports_four_typed_keys() -> None:
 @pytest.mark.parametrize("name", list(WORKLOADS))
 def test_workload_runs_in_gymnasium_vector_env(name: str) -> None:
     workload = WORKLOADS[name]
+    why = cli.workload_unavailable_reason(name)
+    if why:
+        pytest.skip(why)
     vec = gym.vector.SyncVectorEnv([workload.make_env] * 2)
     try:
         vec.reset(seed=0)
@@ -374,15 +379,20 @@ def test_default_and_full_selections() -> None:
         "gymnasium-sync",
         "fastvec-sync",
         "fastvec-subproc",
+        "fastvec-local",
         "gymnasium-async",
     ]
     full = cli.parse_args(["--full"])
-    assert full.workloads == list(WORKLOADS)
+    everything_but_pong = [w for w in WORKLOADS if w != "pong"]
+    assert full.workloads == everything_but_pong
     assert set(quick.systems) < set(full.systems)
-    assert {"fastvec-async", "fastvec-sync-nocopy", "sb3-subproc"} <= set(full.systems)
+    assert {"fastvec-async", "fastvec-local-async", "fastvec-sync-nocopy", "sb3-subproc",
+            "envpool"} <= set(full.systems)
     assert not any(n.endswith(("-w4", "-w8")) for n in full.systems)
     named = cli.parse_args(["--full", "--systems=fastvec-async-w8"])
-    assert named.systems == ["fastvec-async-w8"] and named.workloads == list(WORKLOADS)
+    assert named.systems == ["fastvec-async-w8"] and named.workloads == everything_but_pong
+    assert cli.parse_args(["--workloads=pong"]).workloads == ["pong"]
+    assert WORKLOADS["pong"].tier == "named" and WORKLOADS["pong"].num_envs == 8
     assert WORKLOADS["heavy"].num_envs == WORKLOADS["jitter"].num_envs == 8
 
 
@@ -405,3 +415,190 @@ def test_table_and_json_show_latency_percentiles(tmp_path: Path) -> None:
     report.write_json(str(tmp_path / "r.json"), cli.parse_args([]), cells, {})
     result = json.loads((tmp_path / "r.json").read_text())["results"][0]
     assert result["p50_us"] == 200.0 and result["p99_us"] == 2000.0
+
+
+# ------------------------------------------------------------ a policy in the loop
+
+
+class _Recorder:
+    """Stands in for a vector env (sync and async API); records the calls."""
+
+    def __init__(self, batch: int) -> None:
+        self.batch, self.calls = batch, []
+
+    def step(self, actions: np.ndarray) -> None:
+        self.calls.append(("step", len(actions)))
+
+    def recv(self) -> tuple:
+        self.calls.append(("recv",))
+        ids = np.arange(self.batch)
+        return None, np.zeros(self.batch), None, None, {}, ids
+
+    def send(self, actions: np.ndarray, env_ids: np.ndarray | None = None) -> None:
+        self.calls.append(("send", len(actions)))
+
+
+def _burns(monkeypatch, calls: list) -> None:
+    monkeypatch.setattr(envs, "burn", lambda us: calls.append(("burn", us)))
+
+
+def test_policy_is_burnt_before_a_sync_step_for_all_envs(monkeypatch) -> None:
+    fake = _Recorder(8)
+    _burns(monkeypatch, fake.calls)
+    driver = systems.VectorDriver(fake, 8)
+    driver.step(np.zeros(8))  # policy_us 0: nothing burnt
+    driver.policy_us = 1000.0
+    driver.step(np.zeros(8))
+    assert fake.calls == [("step", 8), ("burn", 1000.0), ("step", 8)]
+
+
+def test_policy_is_burnt_between_recv_and_send_pro_rata(monkeypatch) -> None:
+    fake = _Recorder(2)
+    _burns(monkeypatch, fake.calls)
+    driver = systems.RecvSendDriver(fake, 8)
+    driver.policy_us = 1000.0
+    assert driver.step(np.zeros(8)) == 2
+    assert fake.calls == [("recv",), ("burn", 250.0), ("send", 2)]
+
+
+def test_policy_in_plain_loop_and_pufferlib_drivers(monkeypatch) -> None:
+    calls: list = []
+    _burns(monkeypatch, calls)
+    plain = systems.PlainLoop([InfoEnv] * 4)
+    plain.reset(0)
+    plain.policy_us = 400.0
+    plain.step(np.ones(4, dtype=np.int64))
+    assert calls == [("burn", 400.0)]
+    fake = _Recorder(3)
+    _burns(monkeypatch, fake.calls)
+    puffer = systems.PufferDriver(fake, 6, batched=True)
+    puffer.policy_us = 600.0
+    assert puffer.step(np.zeros(6)) == 3
+    assert fake.calls == [("recv",), ("burn", 300.0), ("send", 3)]
+
+
+def test_measure_records_the_policy_and_it_slows_the_step() -> None:
+    free = cli.measure("plain", "info", seconds=0.05, warmup=0.0, seed=0)
+    busy = cli.measure("plain", "info", seconds=0.05, warmup=0.0, seed=0, policy_us=2000.0)
+    assert free["policy_us"] == 0.0 and busy["policy_us"] == 2000.0
+    assert busy["p50_us"] > 1000.0 > free["p50_us"]  # 2 ms asked; at least half of it
+
+
+def test_policy_us_goes_to_the_children_and_the_json(monkeypatch, tmp_path: Path) -> None:
+    seen: list[list[str]] = []
+
+    class Done:
+        stdout = cli.RESULT_MARK + json.dumps({"rate": 1.0})
+        stderr, returncode = "", 0
+
+    def fake_run(cmd, **kwargs):
+        seen.append(cmd)
+        return Done()
+
+    monkeypatch.setattr(cli.subprocess, "run", fake_run)
+    args = cli.parse_args(["--workloads=info", "--systems=plain", "--policy-us=750"])
+    cells = cli.run(args)
+    assert seen and "--policy-us=750.0" in seen[0]
+    report.write_json(str(tmp_path / "r.json"), args, cells, {})
+    assert json.loads((tmp_path / "r.json").read_text())["settings"]["policy_us"] == 750.0
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--policy-us=-1"])
+
+
+def test_help_documents_the_new_options(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--help"])
+    text = capsys.readouterr().out
+    assert "--policy-us N" in text and "N * k / num_envs" in text
+    assert "fastvec[atari]" in text and "pong" in text and "envpool" in text
+    assert "fastvec-local" in text and "fastvec-local-async" in text
+
+
+# ---------------------------------------------------------------- pong, EnvPool
+
+
+def _hide(monkeypatch, package: str) -> None:
+    for module in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setitem(sys.modules, package, None)
+
+
+def test_pong_without_ale_py_is_skipped_with_the_reason(monkeypatch) -> None:
+    _hide(monkeypatch, "ale_py")
+    reason = cli.workload_unavailable_reason("pong")
+    assert reason is not None and reason.startswith("unavailable: ModuleNotFoundError")
+    assert "fastvec[atari]" in reason
+
+    def fake_child(system: str, workload: str, args) -> dict[str, float]:
+        assert workload != "pong"
+        return {"rate": 1.0}
+
+    monkeypatch.setattr(cli, "_run_child", fake_child)
+    cells = cli.run(cli.parse_args(["--workloads=info,pong", "--systems=plain,fastvec-local"]))
+    assert cells["pong", "plain"].error == reason == cells["pong", "fastvec-local"].error
+    assert cells["info", "plain"].median == 1.0
+    assert reason in report.format_table(cells)
+
+
+def test_envpool_runs_only_on_pong(monkeypatch, capsys) -> None:
+    assert systems.SYSTEMS["envpool"].workloads == ("pong",)
+    assert not systems.SYSTEMS["envpool"].runs_on("info")
+    assert systems.SYSTEMS["plain"].runs_on("pong")
+    monkeypatch.setattr(cli, "_run_child", lambda s, w, a: {"rate": 1.0})
+    monkeypatch.setattr(cli, "unavailable_reason", lambda name: None)
+    cells = cli.run(cli.parse_args(["--workloads=info", "--systems=plain,envpool"]))
+    assert set(cells) == {("info", "plain")}
+    assert "note: envpool runs only on pong, which is not selected" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="runs only on pong"):
+        cli.measure("envpool", "info", seconds=0.01, warmup=0.0, seed=0)
+
+
+def test_absent_envpool_is_unavailable(monkeypatch) -> None:
+    _hide(monkeypatch, "envpool")
+    reason = cli.unavailable_reason("envpool")
+    assert reason is not None and reason.startswith("unavailable: ModuleNotFoundError")
+    monkeypatch.setattr(cli, "workload_unavailable_reason", lambda name: None)
+    monkeypatch.setattr(cli, "_run_child", lambda s, w, a: {"rate": 1.0})
+    cells = cli.run(cli.parse_args(["--workloads=pong", "--systems=plain,envpool"]))
+    assert cells["pong", "envpool"].error == reason and cells["pong", "plain"].median == 1.0
+
+
+def test_pong_workload_matches_the_brief() -> None:
+    pytest.importorskip("ale_py")
+    pytest.importorskip("cv2")
+    env = WORKLOADS["pong"].make_env()
+    try:
+        assert env.observation_space == spaces.Box(0, 255, (4, 84, 84), np.uint8)
+        assert env.action_space == spaces.Discrete(6)
+        assert env.unwrapped.spec.id == "ALE/Pong-v5"
+        assert env.unwrapped._frameskip == 1
+        first, _ = env.reset(seed=0)
+        again, _ = WORKLOADS["pong"].make_env().reset(seed=0)
+        assert np.array_equal(first, again)
+    finally:
+        env.close()
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("name", ["plain", "fastvec-local"])
+def test_pong_smoke(name: str) -> None:
+    pytest.importorskip("ale_py")
+    pytest.importorskip("cv2")
+    record = cli.measure(name, "pong", seconds=0.05, warmup=0.0, seed=0)
+    assert record["env_steps"] == 8 * record["batches"] > 0
+
+
+def test_envpool_pong_settings_match_the_workload() -> None:
+    envpool = pytest.importorskip("envpool")
+    pytest.importorskip("ale_py")
+    config = envpool.make_spec("Pong-v5", **systems.ENVPOOL_PONG).config
+    for key, value in systems.ENVPOOL_PONG.items():
+        assert getattr(config, key) == value, key
+    record = cli.measure("envpool", "pong", seconds=0.05, warmup=0.0, seed=0)
+    assert record["env_steps"] == 8 * record["batches"] > 0
+    pool = envpool.make("Pong-v5", env_type="gymnasium", num_envs=2, **systems.ENVPOOL_PONG)
+    try:
+        assert pool.observation_space == WORKLOADS["pong"].make_env().observation_space
+        assert pool.action_space.n == 6
+    finally:
+        pool.close()

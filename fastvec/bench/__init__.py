@@ -2,8 +2,10 @@
 
 - :mod:`fastvec.bench.cli`: the command: options, measuring in fresh processes, the run.
 - :mod:`fastvec.bench.systems`: the vector envs it can measure, each behind a driver.
-- :mod:`fastvec.bench.envs`: the workloads and their synthetic envs (importable by
-  worker processes by module path).
+- :mod:`fastvec.bench.drivers`: the drivers, one per vector env API, and the policy
+  they burn between receiving a batch and sending its actions (``--policy-us``).
+- :mod:`fastvec.bench.envs`: the workloads, their synthetic envs and the real-game
+  ``pong`` (importable by worker processes by module path).
 - :mod:`fastvec.bench.report`: results: the table, JSON and plot.
 """
 

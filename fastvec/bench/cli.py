@@ -2,15 +2,21 @@
 
 Usage::
 
-    python -m fastvec.bench                  # quick: 4 workloads x 5 systems, < 1 min
+    python -m fastvec.bench                  # quick: 4 workloads x 6 systems, about 1 min
     python -m fastvec.bench --full           # every workload and system but named-only ones
     python -m fastvec.bench --list           # what each workload and system is
     python -m fastvec.bench --repeats 5 --seconds 1 --json bench.json --plot bench.png
+    python -m fastvec.bench --workloads heavy --policy-us 2000   # a policy in the loop
+    python -m fastvec.bench --workloads pong --systems plain,fastvec-local,envpool
 
 Prints, per workload and system, the median env-steps per second, the spread of
 the repeats, the p50/p99 duration of one batched step, and ratios to ``plain``
 (a bare Python loop over the envs) and ``gymnasium-sync``.  Systems whose
-package is absent (SB3, PufferLib) are listed as unavailable.  ``--help`` lists
+package is absent (SB3, PufferLib, EnvPool) are listed as unavailable, and so is
+the ``pong`` workload without its extra (``pip install "fastvec[atari]"``).
+``--policy-us N`` burns N µs of CPU in the trainer per batch of all ``num_envs``
+actions, as a policy forward pass would, between receiving a batch and sending
+its actions (see :mod:`fastvec.bench.drivers`).  ``--help`` lists
 every option; ``benchmarks/README.md`` in the source tree has the method and
 dated results.
 
@@ -98,16 +104,20 @@ def _step_for(
 
 
 def measure(
-    system: str, workload: str, seconds: float, warmup: float, seed: int
+    system: str, workload: str, seconds: float, warmup: float, seed: int, policy_us: float = 0.0
 ) -> dict[str, float]:
     """Build one system on one workload and time it (the child process's whole job).
 
+    ``policy_us``: CPU burnt by the trainer per batch of all ``num_envs`` actions
+    (a batch of ``k`` envs burns ``policy_us * k / num_envs``), counted in the step.
     ``cpu_seconds`` is this process's CPU time in the window (worker processes'
     time is not in it): well under ``seconds`` for an in-process system means other
     processes took the CPU away.  ``p50_us`` and ``p99_us`` are percentiles of the
     duration of one driver step: a batched ``step``, or a ``recv`` + ``send``.
     """
     spec = WORKLOADS[workload]
+    if not SYSTEMS[system].runs_on(workload):
+        raise ValueError(f"{system} runs only on {', '.join(SYSTEMS[system].workloads or ())}")
     probe = spec.make_env()
     action_space = batch_space(probe.action_space, spec.num_envs)
     probe.close()
@@ -115,6 +125,7 @@ def measure(
     actions = [action_space.sample() for _ in range(ACTION_BATCHES)]
 
     driver = SYSTEMS[system].load()([spec.make_env] * spec.num_envs)
+    driver.policy_us = policy_us
     try:
         driver.reset(seed)
         _step_for(driver, actions, warmup)
@@ -133,12 +144,14 @@ def measure(
         "rate": steps / elapsed,
         "p50_us": float(p50),
         "p99_us": float(p99),
+        "policy_us": policy_us,
     }
 
 
 def _run_child(system: str, workload: str, args: argparse.Namespace) -> dict[str, float]:
     """Measure in a fresh interpreter; return its record or raise RuntimeError."""
     flags = [f"--seconds={args.seconds}", f"--warmup={args.warmup}", f"--seed={args.seed}"]
+    flags.append(f"--policy-us={args.policy_us}")
     cmd = [sys.executable, "-m", "fastvec.bench", "--child", system, workload, *flags]
     limit = args.seconds + args.warmup + 120  # generous: start-up, building envs, close
     try:
@@ -191,17 +204,50 @@ def unavailable_reason(name: str) -> str | None:
     return None
 
 
+def workload_unavailable_reason(name: str) -> str | None:
+    """Why workload ``name`` cannot run here (a module it needs is absent), or None."""
+    spec = WORKLOADS[name]
+    for module in spec.requires:
+        try:
+            importlib.import_module(module)
+        except Exception as exc:  # absent, or broken: either way not on this machine
+            hint = f" ({spec.install})" if spec.install else ""
+            return f"unavailable: {type(exc).__name__}: {exc}{hint}"
+    return None
+
+
 def run(args: argparse.Namespace) -> Cells:
-    """Measure every workload x system, interleaving the repeats."""
+    """Measure every workload x system, interleaving the repeats.
+
+    A system restricted to some workloads (``envpool``: ``pong``) gets no cell on
+    the others; an unavailable workload or system gets cells with the reason.
+    """
     reasons = {s: unavailable_reason(s) for s in args.systems}
     for s, why in reasons.items():
         if why:
             print(f"note: skipping {s}: {why}")
-    cells = {(w, s): Cell(w, s, error=reasons[s]) for w in args.workloads for s in args.systems}
-    systems = [s for s in args.systems if not reasons[s]]
-    progress = Progress(len(args.workloads) * len(systems) * args.repeats)
+    workload_reasons = {w: workload_unavailable_reason(w) for w in args.workloads}
+    for w, why in workload_reasons.items():
+        if why:
+            print(f"note: skipping workload {w}: {why}")
+    for s in args.systems:
+        only = SYSTEMS[s].workloads
+        if only is not None and not set(only) & set(args.workloads):
+            print(f"note: {s} runs only on {', '.join(only)}, which is not selected")
+    cells = {
+        (w, s): Cell(w, s, error=workload_reasons[w] or reasons[s])
+        for w in args.workloads
+        for s in args.systems
+        if SYSTEMS[s].runs_on(w)
+    }
+    runnable = [s for s in args.systems if not reasons[s]]
+    total = sum(1 for (w, s), c in cells.items() if not c.error) * args.repeats
+    progress = Progress(total)
     try:
         for workload in args.workloads:
+            if workload_reasons[workload]:
+                continue
+            systems = [s for s in runnable if SYSTEMS[s].runs_on(workload)]
             for r in range(args.repeats):
                 shift = r % max(len(systems), 1)
                 for name in systems[shift:] + systems[:shift]:
@@ -237,7 +283,7 @@ def _names(kind: str, known: dict[str, Any]) -> Callable[[str], list[str]]:
 
 _EPILOG = """\
 defaults (without --workloads / --systems):
-  quick run, under a minute on 2 cores:
+  quick run, about a minute on 2 cores:
     workloads  {quick_w}
     systems    {quick_s}
   --full adds
@@ -245,8 +291,20 @@ defaults (without --workloads / --systems):
     systems    {full_s}
   only when named in --systems (many workers, heavy on a small machine):
     systems    {named_s}
-optional systems whose package is absent are skipped with a note.
-heavy and jitter burn CPU by a loop calibrated once per run; set
+  only when named in --workloads (a real game, needs an extra):
+    workloads  {named_w}
+optional systems whose package is absent are skipped with a note: sb3-subproc
+(pip install stable-baselines3), pufferlib-* (pip install pufferlib), envpool
+(pip install envpool; runs only on pong). The pong workload needs the atari
+extra: pip install 'fastvec[atari]' (ale-py, which ships the ROMs, and
+opencv-python-headless); without it pong is skipped with a note.
+--policy-us N: the trainer burns N us of CPU per batch of all num_envs actions,
+as a policy forward pass would, between receiving a batch and sending its
+actions (sync systems: before each step). A driver handing out a smaller batch
+(recv of half the envs) burns N * batch / num_envs, so per env-step the policy
+costs the same on every system. Async batches pay off when this work overlaps
+with the workers' stepping (e.g. --workloads heavy --policy-us 2000).
+heavy, jitter and --policy-us burn CPU by a loop calibrated once per run; set
 FASTVEC_BENCH_SPIN_RATE (loop iterations per us, printed in the JSON) to reuse
 a calibration and compare runs.
 method and dated results: benchmarks/README.md in the source tree.
@@ -255,8 +313,9 @@ method and dated results: benchmarks/README.md in the source tree.
 
 def _defaults() -> dict[str, list[str]]:
     return {
-        "quick_w": [w.name for w in WORKLOADS.values() if w.quick],
-        "full_w": [w.name for w in WORKLOADS.values() if not w.quick],
+        "quick_w": [w.name for w in WORKLOADS.values() if w.tier == "quick"],
+        "full_w": [w.name for w in WORKLOADS.values() if w.tier == "full"],
+        "named_w": [w.name for w in WORKLOADS.values() if w.tier == "named"],
         "quick_s": [s.name for s in SYSTEMS.values() if s.tier == "quick"],
         "full_s": [s.name for s in SYSTEMS.values() if s.tier == "full"],
         "named_s": [s.name for s in SYSTEMS.values() if s.tier == "named"],
@@ -277,12 +336,17 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     # fmt: off
     add("--workloads", type=_names("workloads", WORKLOADS),
         help=f"comma-separated subset of {','.join(WORKLOADS)} "
-             "(default: the quick ones, or all with --full)")
+             "(default: the quick ones, or all but the named-only ones with --full)")
     add("--systems", type=_names("systems", SYSTEMS),
         help=f"comma-separated subset of {','.join(SYSTEMS)} "
              "(default: the quick ones, or all but the named-only ones with --full)")
     add("--full", action="store_true",
         help="default to every workload and every system except the named-only ones")
+    add("--policy-us", type=float, default=0.0, metavar="N",
+        help="a policy in the loop: burn N us of CPU in the trainer per batch of all "
+             "num_envs actions (calibrated like heavy), between receiving a batch and "
+             "sending its actions; a batch of k envs burns N * k / num_envs, so per "
+             "env-step the policy costs the same on every system (default: 0)")
     add("--repeats", type=int, default=3, help="interleaved rounds per workload (default: 3)")
     add("--seconds", type=float, default=0.3, help="timed window per measurement (default: 0.3)")
     add("--warmup", type=float, default=0.1, help="untimed seconds before it (default: 0.1)")
@@ -297,8 +361,8 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         args.workloads = tiers["quick_w"] + (tiers["full_w"] if args.full else [])
     if args.systems is None:
         args.systems = tiers["quick_s"] + (tiers["full_s"] if args.full else [])
-    if args.repeats < 1 or args.seconds <= 0 or args.warmup < 0:
-        p.error("need --repeats >= 1, --seconds > 0 and --warmup >= 0")
+    if args.repeats < 1 or args.seconds <= 0 or args.warmup < 0 or args.policy_us < 0:
+        p.error("need --repeats >= 1, --seconds > 0, --warmup >= 0 and --policy-us >= 0")
     if args.plot and importlib.util.find_spec("matplotlib") is None:
         p.error("--plot needs matplotlib: pip install matplotlib (or pip install 'fastvec[bench]')")
     return args
@@ -309,13 +373,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
         system, workload = args.child
-        record = measure(system, workload, args.seconds, args.warmup, args.seed)
+        record = measure(system, workload, args.seconds, args.warmup, args.seed, args.policy_us)
         print(RESULT_MARK + json.dumps(record), flush=True)
         return 0
     if args.list:
         for w in WORKLOADS.values():
-            tier = "quick" if w.quick else "full"
-            print(f"workload {w.name:<20} {tier:<6} {w.num_envs} envs; {w.about}")
+            why = workload_unavailable_reason(w.name)
+            note = f" [{why}]" if why else ""
+            print(f"workload {w.name:<20} {w.tier:<6} {w.num_envs} envs; {w.about}{note}")
         for s in SYSTEMS.values():
             print(f"system   {s.name:<20} {s.tier:<6} {s.about}")
         return 0
@@ -331,6 +396,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cells = run(args)
     load_after = loadavg()
     print(f"\nmedian of {args.repeats} x {args.seconds:g} s, a fresh process per measurement")
+    if args.policy_us:
+        print(f"policy in the loop: {args.policy_us:g} us of CPU per batch of all envs "
+              "(pro rata for smaller batches), included in env-steps/s and p50/p99")
     print(format_table(cells))
     print(f"\nload average after (1, 5, 15 min): {load_after}")
     if args.json:

@@ -10,6 +10,11 @@ vector env spreads real work over cores.  All are deterministic given
 ``reset(seed=...)``: the seed fixes the first observation, the episode length
 and the step costs; the actions fix the rest.
 
+One workload is a real game: ``pong`` (:func:`make_pong`), Gymnasium's
+``ALE/Pong-v5`` with the usual Atari preprocessing; it needs the ``atari``
+extra (``pip install "fastvec[atari]"``: ale-py, which ships the ROMs, and
+opencv for the resizing) and runs only when named in ``--workloads``.
+
 The state lives in arrays allocated at reset and changed in place by ``step``;
 every call returns a copy, as Gymnasium asks (its ``check_env`` rejects an env
 whose returned data share memory between calls).  The copy is a single memcpy,
@@ -31,6 +36,7 @@ import numpy as np
 from gymnasium import spaces
 
 __all__ = [
+    "ATARI_EXTRA",
     "WORKLOADS",
     "AtariLikeEnv",
     "BusyEnv",
@@ -41,6 +47,7 @@ __all__ = [
     "StepCost",
     "Workload",
     "burn",
+    "make_pong",
     "spin_rate",
 ]
 
@@ -276,18 +283,65 @@ class LongTailEnv(BusyEnv):
     cost = StepCost(300.0, 1.0)
 
 
+# ------------------------------------------------------------------ a real game
+
+ATARI_EXTRA = "pip install 'fastvec[atari]' (ale-py, opencv-python-headless)"
+
+
+def make_pong() -> gym.Env[Any, Any]:
+    """``ALE/Pong-v5`` as DQN-style trainers see it: obs uint8 (4, 84, 84), Discrete(6).
+
+    ``frameskip=1`` in the emulator, then Gymnasium's ``AtariPreprocessing`` (up to
+    30 no-ops on reset, frame skip 4 with max-pooling of the last two frames, 84x84
+    grayscale, no end of episode on a lost life) and ``FrameStackObservation(4)``.
+    ALE v5's other defaults stay: sticky actions with probability 0.25, the minimal
+    action set, at most 108,000 frames per episode.  A module-level function, so
+    worker processes import it by name.
+    """
+    import ale_py
+    from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
+
+    gym.register_envs(ale_py)
+    env = gym.make("ALE/Pong-v5", frameskip=1)
+    env = AtariPreprocessing(
+        env,
+        noop_max=30,
+        frame_skip=4,
+        screen_size=84,
+        terminal_on_life_loss=False,
+        grayscale_obs=True,
+    )
+    return FrameStackObservation(env, 4)
+
+
+WORKLOAD_TIERS = ("quick", "full", "named")
+
+
 @dataclass(frozen=True)
 class Workload:
-    """A benchmark workload: how to make one env, and how many to batch."""
+    """A benchmark workload: how to make one env, and how many to batch.
+
+    ``tier``: ``quick`` runs by default, ``full`` with ``--full``, ``named`` only when
+    named in ``--workloads``.  ``requires``: modules it imports (absent: the workload
+    is reported unavailable, ``install`` says how to get them).
+    """
 
     name: str
     make_env: Callable[[], gym.Env[Any, Any]]
     about: str
     num_envs: int = 16
-    quick: bool = True  # in the default (quick) run
+    tier: str = "quick"
+    requires: tuple[str, ...] = ()
+    install: str = ""
+
+    @property
+    def quick(self) -> bool:
+        """In the default (quick) run."""
+        return self.tier == "quick"
 
 
-# Env makers are module-level classes or partials, so subprocess backends can pickle them.
+# Env makers are module-level classes, functions or partials, so subprocess backends
+# can pickle them.
 WORKLOADS: dict[str, Workload] = {
     w.name: w
     for w in (
@@ -310,14 +364,25 @@ WORKLOADS: dict[str, Workload] = {
             HeavyEnv,
             "float32 (4,) obs, Discrete(2); each step burns ~300 us of CPU (lognormal, sigma 0.1)",
             num_envs=8,
-            quick=False,
+            tier="full",
         ),
         Workload(
             "jitter",
             LongTailEnv,
             "float32 (4,) obs, Discrete(2); step CPU cost lognormal, mean 300 us, sigma 1.0",
             num_envs=8,
-            quick=False,
+            tier="full",
+        ),
+        Workload(
+            "pong",
+            make_pong,
+            "ALE/Pong-v5 (frameskip 1) + AtariPreprocessing (frame skip 4, 84x84 gray, "
+            "noop reset 30) + FrameStackObservation(4): uint8 (4, 84, 84), Discrete(6); "
+            f"needs the atari extra: {ATARI_EXTRA}",
+            num_envs=8,
+            tier="named",
+            requires=("ale_py", "cv2"),
+            install=ATARI_EXTRA,
         ),
     )
 }

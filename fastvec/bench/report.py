@@ -144,8 +144,8 @@ def write_json(path: str, args: argparse.Namespace, cells: Cells, extra: dict[st
         }
         for c in cells.values()
     ]
-    keys = ("workloads", "systems", "repeats", "seconds", "warmup", "seed")
-    settings = {k: getattr(args, k) for k in keys}
+    keys = ("workloads", "systems", "repeats", "seconds", "warmup", "seed", "policy_us")
+    settings = {k: getattr(args, k, None) for k in keys}
     with open(path, "w") as f:
         json.dump({**extra, "settings": settings, "results": results}, f, indent=2)
         f.write("\n")

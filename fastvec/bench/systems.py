@@ -2,14 +2,16 @@
 
 A system is a loader registered with ``@system(...)``: it imports what it needs
 (raising if that is absent, which marks the system unavailable) and returns a
-builder.  The builder takes the env makers and returns a *driver*: ``reset(seed)``,
-``step(actions)`` returning how many env-steps it took, and ``close()``.  For a
-synchronous vector env one driver step is one ``step`` of all envs; for an async
-one it is one ``recv()`` and one ``send()`` of the batch received.
+builder.  The builder takes the env makers and returns a *driver*
+(:mod:`fastvec.bench.drivers`): ``reset(seed)``, ``step(actions)`` returning how
+many env-steps it took, and ``close()``.  For a synchronous vector env one
+driver step is one ``step`` of all envs; for an async one it is one ``recv()``
+and one ``send()`` of the batch received.
 
 Tiers: ``quick`` systems run by default, ``full`` ones with ``--full``, ``named``
 ones (the many-worker variants, heavy on a small machine) only when named in
-``--systems``.
+``--systems``.  A system given ``workloads=`` runs only on those (EnvPool's own
+Pong runs only on the ``pong`` workload).
 """
 
 from __future__ import annotations
@@ -17,10 +19,20 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
 
 import gymnasium as gym
-import numpy as np
+
+from fastvec.bench.drivers import (
+    Builder,
+    Driver,
+    EnvFn,
+    EnvPoolDriver,
+    PlainLoop,
+    PufferDriver,
+    RecvSendDriver,
+    SB3Driver,
+    VectorDriver,
+)
 
 __all__ = [
     "SYSTEMS",
@@ -28,126 +40,52 @@ __all__ = [
     "Builder",
     "Driver",
     "EnvFn",
+    "EnvPoolDriver",
     "PlainLoop",
+    "PufferDriver",
     "RecvSendDriver",
+    "SB3Driver",
     "System",
     "VectorDriver",
     "system",
 ]
 
-EnvFn = Callable[[], gym.Env[Any, Any]]
 TIERS = ("quick", "full", "named")
-
-
-class Driver(Protocol):
-    """What the measuring loop calls; ``step`` returns the env-steps it took."""
-
-    def reset(self, seed: int) -> None: ...  # noqa: D102
-
-    def step(self, actions: np.ndarray) -> int: ...  # noqa: D102
-
-    def close(self) -> None: ...  # noqa: D102
-
-
-Builder = Callable[[list[EnvFn]], Driver]
 
 
 @dataclass(frozen=True)
 class System:
-    """A vector env to measure: ``load()`` imports it and returns a builder."""
+    """A vector env to measure: ``load()`` imports it and returns a builder.
+
+    ``workloads``: the only workloads it can run (None: every one).
+    """
 
     name: str
     about: str
     load: Callable[[], Builder]
     tier: str = "full"
+    workloads: tuple[str, ...] | None = None
+
+    def runs_on(self, workload: str) -> bool:
+        """Whether this system can run ``workload``."""
+        return self.workloads is None or workload in self.workloads
 
 
 SYSTEMS: dict[str, System] = {}
 
 
 def system(
-    name: str, about: str, tier: str = "full"
+    name: str, about: str, tier: str = "full", workloads: tuple[str, ...] | None = None
 ) -> Callable[[Callable[[], Builder]], Callable[[], Builder]]:
     """Register a loader under ``name``; the loader may raise if its package is absent."""
     if tier not in TIERS:
         raise ValueError(f"expected tier in {TIERS}, got {tier!r}")
 
     def register(load: Callable[[], Builder]) -> Callable[[], Builder]:
-        SYSTEMS[name] = System(name, about, load, tier)
+        SYSTEMS[name] = System(name, about, load, tier, workloads)
         return load
 
     return register
-
-
-# ------------------------------------------------------------------------ drivers
-
-
-class PlainLoop:
-    """The baseline: a Python for-loop over the envs, resetting each by hand."""
-
-    def __init__(self, env_fns: list[EnvFn]) -> None:
-        self.envs = [fn() for fn in env_fns]
-
-    def reset(self, seed: int) -> None:
-        """Reset env ``i`` with ``seed + i``, as the vector envs do."""
-        for i, env in enumerate(self.envs):
-            env.reset(seed=seed + i)
-
-    def step(self, actions: np.ndarray) -> int:
-        """Step every env once with its action; reset the ones that finished."""
-        for i, env in enumerate(self.envs):
-            obs, r, term, trunc, info = env.step(actions[i])
-            if term or trunc:
-                env.reset()
-        return len(self.envs)
-
-    def close(self) -> None:
-        """Close every env."""
-        for env in self.envs:
-            env.close()
-
-
-class VectorDriver:
-    """Gymnasium's vector API: ``reset(seed=...)``, ``step`` of every env, ``close``."""
-
-    def __init__(self, vec: Any, num_envs: int) -> None:
-        self.vec, self.num_envs = vec, num_envs
-
-    @classmethod
-    def of(cls, factory: Callable[[list[EnvFn]], Any]) -> Builder:
-        """A builder that wraps what ``factory(env_fns)`` returns."""
-        return lambda env_fns: cls(factory(env_fns), len(env_fns))
-
-    def reset(self, seed: int) -> None:
-        """Reset env ``i`` with ``seed + i``."""
-        self.vec.reset(seed=seed)
-
-    def step(self, actions: np.ndarray) -> int:
-        """One batched step of every env."""
-        self.vec.step(actions)
-        return self.num_envs
-
-    def close(self) -> None:
-        """Close the vector env."""
-        self.vec.close()
-
-
-class RecvSendDriver(VectorDriver):
-    """Async batches: ``async_reset(seed=...)``, then each step is ``recv()`` + ``send()``.
-
-    The batch's actions are the first ``len(env_ids)`` rows of the action batch.
-    """
-
-    def reset(self, seed: int) -> None:
-        """Start resetting every env; the first ``recv`` returns the reset results."""
-        self.vec.async_reset(seed=seed)
-
-    def step(self, actions: np.ndarray) -> int:
-        """Receive the next ready batch and send it its actions."""
-        obs, rewards, terms, truncs, infos, env_ids = self.vec.recv()
-        n = len(env_ids)
-        self.vec.send(actions[:n], env_ids)
-        return n
 
 
 # ------------------------------------------------------------------------ systems
@@ -177,13 +115,19 @@ def _load_fastvec_sync_nocopy() -> Builder:
     return VectorDriver.of(functools.partial(fastvec.SyncVecEnv, copy=False))
 
 
-def _fastvec_subproc(num_workers: int, batched: bool) -> Builder:
+def _fastvec_subproc(num_workers: int, batched: bool, local_block: bool = False) -> Builder:
+    """``SubprocVecEnv`` with ``num_workers`` (plus the trainer's block with ``local_block``);
+    ``batched``: async batches of ``num_envs // 2``, driven by ``recv()`` + ``send()``."""
     import fastvec
 
     def build(env_fns: list[EnvFn]) -> Driver:
         batch_size = len(env_fns) // 2 if batched else None
         vec = fastvec.SubprocVecEnv(
-            env_fns, num_workers=num_workers, batch_size=batch_size, copy=True
+            env_fns,
+            num_workers=num_workers,
+            batch_size=batch_size,
+            copy=True,
+            local_block=local_block,
         )
         return (RecvSendDriver if batched else VectorDriver)(vec, len(env_fns))
 
@@ -196,11 +140,30 @@ def _load_fastvec_subproc() -> Builder:
 
 
 @system(
+    "fastvec-local",
+    "fastvec.SubprocVecEnv(num_workers=1, local_block=True), step(): the trainer steps "
+    "the first half of the envs, one worker the other",
+    "quick",
+)
+def _load_fastvec_local() -> Builder:
+    return _fastvec_subproc(1, batched=False, local_block=True)
+
+
+@system(
     "fastvec-async",
     "fastvec.SubprocVecEnv(num_workers=2, batch_size=num_envs // 2): recv() + send()",
 )
 def _load_fastvec_async() -> Builder:
     return _fastvec_subproc(2, batched=True)
+
+
+@system(
+    "fastvec-local-async",
+    "fastvec.SubprocVecEnv(num_workers=1, local_block=True, batch_size=num_envs // 2): "
+    "recv() + send()",
+)
+def _load_fastvec_local_async() -> Builder:
+    return _fastvec_subproc(1, batched=True, local_block=True)
 
 
 @system(
@@ -215,15 +178,6 @@ def _load_gymnasium_async() -> Builder:
 # ---------------------------------------------------------- optional peers
 
 
-class SB3Driver(VectorDriver):
-    """Stable-Baselines3's VecEnv: ``seed(s)`` then ``reset()``; it auto-resets itself."""
-
-    def reset(self, seed: int) -> None:
-        """Seed env ``i`` with ``seed + i`` for the next reset, then reset."""
-        self.vec.seed(seed)
-        self.vec.reset()
-
-
 @system("sb3-subproc", "stable_baselines3 SubprocVecEnv (optional; a process per env)")
 def _load_sb3_subproc() -> Builder:
     from stable_baselines3.common.vec_env import SubprocVecEnv
@@ -231,36 +185,11 @@ def _load_sb3_subproc() -> Builder:
     return SB3Driver.of(SubprocVecEnv)
 
 
-def _puffer_env(make_env: EnvFn) -> Any:
+def _puffer_env(make_env: EnvFn) -> object:
     """A Gymnasium env wrapped for PufferLib's vector backends."""
     import pufferlib.emulation
 
     return pufferlib.emulation.GymnasiumPufferEnv(env=make_env())
-
-
-class PufferDriver(VectorDriver):
-    """PufferLib's vector API: ``async_reset(seed)``; sync ``step``, or ``recv`` + ``send``."""
-
-    def __init__(self, vec: Any, num_envs: int, batched: bool) -> None:
-        super().__init__(vec, num_envs)
-        self.batched = batched
-
-    def reset(self, seed: int) -> None:
-        """Reset env ``i`` with ``seed + i`` (sync: wait for it)."""
-        if self.batched:
-            self.vec.async_reset(seed)
-        else:
-            self.vec.reset(seed)
-
-    def step(self, actions: np.ndarray) -> int:
-        """One step of every env, or one ``recv`` + ``send`` of a batch."""
-        if not self.batched:
-            self.vec.step(actions)
-            return self.num_envs
-        rewards = self.vec.recv()[1]
-        n = int(np.size(rewards))
-        self.vec.send(actions[:n])
-        return n
 
 
 def _pufferlib(batched: bool) -> Builder:
@@ -292,6 +221,53 @@ def _load_pufferlib_mp() -> Builder:
 )
 def _load_pufferlib_async() -> Builder:
     return _pufferlib(batched=True)
+
+
+# EnvPool's own C++ Atari, set up as the ``pong`` workload's Gymnasium wrappers
+# (fastvec.bench.envs.make_pong): no fire reset, no life-loss episodes, rewards not
+# clipped, 30 no-op resets, frame skip 4 with max-pooling, 84x84 grayscale, 4 frames
+# stacked, sticky actions 0.25 (ALE v5's default), 27,000-step (108,000-frame) limit.
+ENVPOOL_PONG = {
+    "episodic_life": False,
+    "reward_clip": False,
+    "use_fire_reset": False,
+    "noop_max": 30,
+    "frame_skip": 4,
+    "stack_num": 4,
+    "img_height": 84,
+    "img_width": 84,
+    "gray_scale": True,
+    "repeat_action_probability": 0.25,
+    "max_episode_steps": 27_000,
+}
+
+
+@system(
+    "envpool",
+    "EnvPool's C++ Pong-v5, 2 threads, step() of all envs; settings as the pong workload "
+    "(optional: pip install envpool; runs only on pong)",
+    workloads=("pong",),
+)
+def _load_envpool() -> Builder:
+    import envpool
+
+    def build(env_fns: list[EnvFn]) -> Driver:
+        n = len(env_fns)
+
+        def make(seed: int) -> object:
+            return envpool.make(
+                "Pong-v5",
+                env_type="gymnasium",
+                num_envs=n,
+                batch_size=n,
+                num_threads=2,
+                seed=seed,
+                **ENVPOOL_PONG,
+            )
+
+        return EnvPoolDriver(make, n)
+
+    return build
 
 
 # ------------------------------------------------- many workers (named only)

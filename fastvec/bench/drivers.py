@@ -1,0 +1,201 @@
+"""Drivers: what the measuring loop of ``python -m fastvec.bench`` calls, one per API.
+
+A driver has ``reset(seed)``, ``step(actions)`` returning how many env-steps it
+took, ``close()``, and ``policy_us``: the CPU time, in microseconds, that a
+policy forward pass over a batch of all ``num_envs`` actions costs
+(``--policy-us``; 0 by default).  A driver burns it in the trainer's process
+between receiving a batch and sending its actions: before each ``step`` of a
+synchronous vector env, between ``recv()`` and ``send()`` of an async one.  A
+batch of ``k`` of the ``num_envs`` envs burns ``policy_us * k / num_envs``, so
+per env-step the policy costs the same on every system.  The burn is the
+calibrated spin of the CPU-bound workloads (:func:`fastvec.bench.envs.burn`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol
+
+import gymnasium as gym
+import numpy as np
+
+from fastvec.bench import envs as bench_envs
+
+__all__ = [
+    "BaseDriver",
+    "Builder",
+    "Driver",
+    "EnvFn",
+    "EnvPoolDriver",
+    "PlainLoop",
+    "PufferDriver",
+    "RecvSendDriver",
+    "SB3Driver",
+    "VectorDriver",
+]
+
+EnvFn = Callable[[], gym.Env[Any, Any]]
+
+
+class Driver(Protocol):
+    """What the measuring loop calls; ``step`` returns the env-steps it took."""
+
+    policy_us: float  # CPU burnt per batch of all num_envs actions (--policy-us)
+
+    def reset(self, seed: int) -> None: ...  # noqa: D102
+
+    def step(self, actions: np.ndarray) -> int: ...  # noqa: D102
+
+    def close(self) -> None: ...  # noqa: D102
+
+
+Builder = Callable[[list[EnvFn]], Driver]
+
+
+class BaseDriver:
+    """The policy in the loop: ``policy(k)`` burns the cost of ``k`` actions."""
+
+    num_envs: int
+    policy_us: float = 0.0
+
+    def policy(self, batch: int) -> None:
+        """Burn ``policy_us * batch / num_envs`` µs of CPU, as a forward pass would."""
+        if self.policy_us > 0:
+            bench_envs.burn(self.policy_us * batch / self.num_envs)
+
+
+class PlainLoop(BaseDriver):
+    """The baseline: a Python for-loop over the envs, resetting each by hand."""
+
+    def __init__(self, env_fns: list[EnvFn]) -> None:
+        self.envs = [fn() for fn in env_fns]
+        self.num_envs = len(self.envs)
+
+    def reset(self, seed: int) -> None:
+        """Reset env ``i`` with ``seed + i``, as the vector envs do."""
+        for i, env in enumerate(self.envs):
+            env.reset(seed=seed + i)
+
+    def step(self, actions: np.ndarray) -> int:
+        """Step every env once with its action; reset the ones that finished."""
+        self.policy(self.num_envs)
+        for i, env in enumerate(self.envs):
+            obs, r, term, trunc, info = env.step(actions[i])
+            if term or trunc:
+                env.reset()
+        return self.num_envs
+
+    def close(self) -> None:
+        """Close every env."""
+        for env in self.envs:
+            env.close()
+
+
+class VectorDriver(BaseDriver):
+    """Gymnasium's vector API: ``reset(seed=...)``, ``step`` of every env, ``close``."""
+
+    def __init__(self, vec: Any, num_envs: int) -> None:
+        self.vec, self.num_envs = vec, num_envs
+
+    @classmethod
+    def of(cls, factory: Callable[[list[EnvFn]], Any]) -> Builder:
+        """A builder that wraps what ``factory(env_fns)`` returns."""
+        return lambda env_fns: cls(factory(env_fns), len(env_fns))
+
+    def reset(self, seed: int) -> None:
+        """Reset env ``i`` with ``seed + i``."""
+        self.vec.reset(seed=seed)
+
+    def step(self, actions: np.ndarray) -> int:
+        """The policy for every env, then one batched step of every env."""
+        self.policy(self.num_envs)
+        self.vec.step(actions)
+        return self.num_envs
+
+    def close(self) -> None:
+        """Close the vector env."""
+        self.vec.close()
+
+
+class RecvSendDriver(VectorDriver):
+    """Async batches: ``async_reset(seed=...)``, then each step is ``recv()`` + ``send()``.
+
+    The batch's actions are the first ``len(env_ids)`` rows of the action batch;
+    the policy for them is burnt between the two calls.
+    """
+
+    def reset(self, seed: int) -> None:
+        """Start resetting every env; the first ``recv`` returns the reset results."""
+        self.vec.async_reset(seed=seed)
+
+    def step(self, actions: np.ndarray) -> int:
+        """Receive the next ready batch, compute its actions, send them."""
+        obs, rewards, terms, truncs, infos, env_ids = self.vec.recv()
+        n = len(env_ids)
+        self.policy(n)
+        self.vec.send(actions[:n], env_ids)
+        return n
+
+
+class SB3Driver(VectorDriver):
+    """Stable-Baselines3's VecEnv: ``seed(s)`` then ``reset()``; it auto-resets itself."""
+
+    def reset(self, seed: int) -> None:
+        """Seed env ``i`` with ``seed + i`` for the next reset, then reset."""
+        self.vec.seed(seed)
+        self.vec.reset()
+
+
+class PufferDriver(VectorDriver):
+    """PufferLib's vector API: ``async_reset(seed)``; sync ``step``, or ``recv`` + ``send``."""
+
+    def __init__(self, vec: Any, num_envs: int, batched: bool) -> None:
+        super().__init__(vec, num_envs)
+        self.batched = batched
+
+    def reset(self, seed: int) -> None:
+        """Reset env ``i`` with ``seed + i`` (sync: wait for it)."""
+        if self.batched:
+            self.vec.async_reset(seed)
+        else:
+            self.vec.reset(seed)
+
+    def step(self, actions: np.ndarray) -> int:
+        """One step of every env, or one ``recv`` + ``send`` of a batch."""
+        if not self.batched:
+            return super().step(actions)
+        rewards = self.vec.recv()[1]
+        n = int(np.size(rewards))
+        self.policy(n)
+        self.vec.send(actions[:n])
+        return n
+
+
+class EnvPoolDriver(BaseDriver):
+    """EnvPool: its pool takes the seed when it is made, so ``reset(seed)`` makes it.
+
+    ``make(seed)`` returns an EnvPool env with Gymnasium's API (``env_type="gymnasium"``)
+    and ``batch_size == num_envs``: each step is one synchronous ``step`` of every env.
+    """
+
+    def __init__(self, make: Callable[[int], Any], num_envs: int) -> None:
+        self.make, self.num_envs = make, num_envs
+        self.vec: Any = None
+
+    def reset(self, seed: int) -> None:
+        """Make the pool with ``seed`` (EnvPool seeds env ``i`` with ``seed + i``), reset it."""
+        self.close()
+        self.vec = self.make(seed)
+        self.vec.reset()
+
+    def step(self, actions: np.ndarray) -> int:
+        """The policy for every env, then one step of every env."""
+        self.policy(self.num_envs)
+        self.vec.step(actions)
+        return self.num_envs
+
+    def close(self) -> None:
+        """Close the pool, if made."""
+        if self.vec is not None:
+            self.vec.close()
+            self.vec = None
