@@ -1,20 +1,41 @@
-"""PPO on CartPole-v1 over fastvec's vector envs: one file, one training loop.
+"""PPO on CartPole-v1 over a vector env of your choice: one file, one training loop.
 
-    python examples/ppo_cartpole.py                      # subprocess workers (default)
-    python examples/ppo_cartpole.py --backend sync       # everything in this process
-    python examples/ppo_cartpole.py --help               # every hyperparameter
+    python examples/ppo_cartpole.py                            # fastvec, 2 worker processes
+    python examples/ppo_cartpole.py --vector fastvec-sync      # everything in this process
+    python examples/ppo_cartpole.py --vector gymnasium-async   # the same loop on Gymnasium's
+    python examples/ppo_cartpole.py --help                     # every hyperparameter
 
-The envs use fastvec's default autoreset mode, ``NEXT_STEP`` (as in Gymnasium 1.x):
-the step after an episode ends returns the first observation of the next
-episode with reward 0 and ignores its action.  That step is not a transition of
-any episode, so the loop marks it invalid and leaves it out of the advantages
-and of the loss.  A side benefit: the step that ends an episode returns that
-episode's real last observation, so a time-limit truncation is bootstrapped from
-its value.
+``--vector`` picks the vector env (``--num-workers`` counts the processes that
+step envs, 2 by default):
+
+- ``gymnasium-sync``, ``gymnasium-async``: Gymnasium's ``SyncVectorEnv`` /
+  ``AsyncVectorEnv`` (a process per env), with its ``RecordEpisodeStatistics``.
+- ``sb3-subproc``: Stable-Baselines3's ``SubprocVecEnv`` (a process per env) behind
+  a thin wrapper, :class:`SB3Vector` (needs ``pip install stable-baselines3``).
+- ``fastvec-sync``: ``fastvec.SyncVecEnv``, in this process.
+- ``fastvec-subproc``: ``fastvec.SubprocVecEnv`` with ``--num-workers`` workers (default).
+- ``fastvec-local``: the same with ``local_block=True``: this process steps the
+  first block of envs itself, ``--num-workers - 1`` workers step the others.
+- ``fastvec-async``: ``--num-workers`` workers and async batches of half the envs:
+  the rollout is collected with ``recv()`` / ``send()`` (:func:`collect_async`), so
+  that the policy runs on one half while the workers step the other.
+- ``fastvec-local-async``: async batches with ``local_block=True``.
+
+The envs use Gymnasium's default autoreset mode, ``NEXT_STEP`` (fastvec's too): the
+step after an episode ends returns the first observation of the next episode with
+reward 0 and ignores its action.  That step is not a transition of any episode, so
+the loop marks it invalid and leaves it out of the advantages and of the loss.  A
+side benefit: the step that ends an episode returns that episode's real last
+observation, so a time-limit truncation is bootstrapped from its value.  SB3 resets
+an env within the step that ends its episode instead; :func:`collect_sync` handles
+that case as SB3's own PPO does.
 
 Every ``--log-every`` updates one line of the learning curve is printed (global
-step, steps per second, mean return of the last ``--return-window`` episodes);
-at the end, a plot of return against steps and the final average return.
+step, steps per second, mean return of the last ``--return-window`` episodes); at
+the end, a plot of return against steps, the steps per second of the whole
+training loop, the share of it spent in the vector env (``step``, or ``recv`` +
+``send``) and the final average return.  ``examples/compare_vector_envs.py`` runs
+every ``--vector`` choice side by side.
 """
 
 from __future__ import annotations
@@ -22,9 +43,12 @@ from __future__ import annotations
 import argparse
 import collections
 import dataclasses
+import functools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
+import gymnasium as gym
 import numpy as np
 import torch
 from torch import nn
@@ -32,6 +56,9 @@ from torch.distributions import Categorical
 from tqdm import tqdm
 
 import fastvec
+
+VECTORS = ("gymnasium-sync", "gymnasium-async", "sb3-subproc", "fastvec-sync",
+           "fastvec-subproc", "fastvec-local", "fastvec-async", "fastvec-local-async")
 
 
 @dataclass
@@ -41,8 +68,8 @@ class Args:
     env_id: str = "CartPole-v1"
     total_timesteps: int = 200_000
     num_envs: int = 8
-    backend: str = "subproc"  # "sync": in this process; "subproc": worker processes
-    num_workers: int = 2  # worker processes of the subproc backend
+    vector: str = "fastvec-subproc"  # which vector env: one of VECTORS
+    num_workers: int = 2  # processes that step envs (fastvec-local*: this one and 1 worker)
     seed: int = 1
     num_steps: int = 128  # steps per env per rollout
     learning_rate: float = 2.5e-3
@@ -63,19 +90,25 @@ class Args:
 def parse_args() -> Args:
     """Build a flag for every field of :class:`Args` and parse the command line."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    for field in dataclasses.fields(Args):
-        flag = "--" + field.name.replace("_", "-")
-        if field.type == "bool":
+    for arg in dataclasses.fields(Args):
+        flag = "--" + arg.name.replace("_", "-")
+        if arg.type == "bool":
             parser.add_argument(flag, action=argparse.BooleanOptionalAction,
-                                default=field.default, help=f"default: {field.default}")
-        elif field.name == "backend":
-            parser.add_argument(flag, choices=("sync", "subproc"), default=field.default,
-                                help=f"default: {field.default}")
+                                default=arg.default, help=f"default: {arg.default}")
+        elif arg.name == "vector":
+            parser.add_argument(flag, choices=VECTORS, default=arg.default,
+                                help=f"the vector env (default: {arg.default})")
         else:
-            kind = {"int": int, "float": float, "str": str}[field.type]
-            parser.add_argument(flag, type=kind, default=field.default,
-                                help=f"default: {field.default}")
-    return Args(**vars(parser.parse_args()))
+            kind = {"int": int, "float": float, "str": str}[arg.type]
+            parser.add_argument(flag, type=kind, default=arg.default,
+                                help=f"default: {arg.default}")
+    # The flag of earlier versions: --backend sync / subproc.
+    parser.add_argument("--backend", choices=("sync", "subproc"), help=argparse.SUPPRESS)
+    values = vars(parser.parse_args())
+    backend = values.pop("backend")
+    if backend:
+        values["vector"] = f"fastvec-{backend}"
+    return Args(**values)
 
 
 def layer(in_size: int, out_size: int, gain: float = np.sqrt(2)) -> nn.Linear:
@@ -130,8 +163,217 @@ def ascii_plot(points: list[tuple[int, float]], width: int = 60, height: int = 1
     return "\n".join(lines)
 
 
+class SB3Vector:
+    """Stable-Baselines3's ``SubprocVecEnv`` behind the calls this trainer makes.
+
+    SB3's ``step`` returns ``(obs, rewards, dones, infos)`` with ``infos`` a list of
+    dicts, and resets an env within the step that ends its episode (its last
+    observation in ``infos[i]["terminal_observation"]``, ``"TimeLimit.truncated"``
+    on a truncation).  This returns Gymnasium's five values in that ``SAME_STEP``
+    convention: ``terminated`` and ``truncated`` apart, ``infos["final_obs"]`` with
+    its ``"_final_obs"`` mask, and ``infos["episode"]`` from SB3's ``VecMonitor``.
+    """
+
+    same_step = True
+
+    def __init__(self, env_fns: list) -> None:
+        from stable_baselines3.common.vec_env import SubprocVecEnv, VecMonitor
+
+        self.venv = VecMonitor(SubprocVecEnv(env_fns))
+        self.num_envs = len(env_fns)
+        self.single_observation_space = self.venv.observation_space
+        self.single_action_space = self.venv.action_space
+
+    def reset(self, seed: int | None = None) -> tuple[np.ndarray, dict]:
+        self.venv.seed(seed)  # env i gets seed + i at this reset, as in Gymnasium
+        return self.venv.reset(), {}
+
+    def step(self, actions: np.ndarray) -> tuple:
+        obs, rewards, dones, infos = self.venv.step(actions)
+        truncated = np.array([bool(d and i.get("TimeLimit.truncated", False))
+                              for d, i in zip(dones, infos, strict=True)])
+        out: dict[str, Any] = {}
+        if dones.any():
+            final = np.zeros_like(obs)
+            for k in np.flatnonzero(dones):
+                final[k] = infos[k]["terminal_observation"]
+            out["final_obs"], out["_final_obs"] = final, dones.copy()
+        ended = np.array(["episode" in i for i in infos])
+        if ended.any():
+            out["episode"] = {"r": np.array([i["episode"]["r"] if "episode" in i else 0.0
+                                             for i in infos])}
+            out["_episode"] = ended
+        return obs, rewards, dones & ~truncated, truncated, out
+
+    def close(self) -> None:
+        self.venv.close()
+
+
+def make_envs(args: Args) -> Any:
+    """The vector env named by ``--vector``, reporting finished episodes' returns."""
+    n, workers = args.num_envs, min(args.num_workers, args.num_envs)
+    env_fns = [functools.partial(gym.make, args.env_id)] * n
+    if args.vector in ("gymnasium-sync", "gymnasium-async"):
+        cls = gym.vector.SyncVectorEnv if args.vector == "gymnasium-sync" \
+            else gym.vector.AsyncVectorEnv
+        return gym.wrappers.vector.RecordEpisodeStatistics(cls(env_fns))
+    if args.vector == "sb3-subproc":
+        return SB3Vector(env_fns)
+    vector_kwargs: dict = {"episode_statistics": True}  # infos["episode"], infos["_episode"]
+    if args.vector == "fastvec-sync":
+        return fastvec.make(args.env_id, num_envs=n, backend="sync", vector_kwargs=vector_kwargs)
+    if args.vector.startswith("fastvec-local"):
+        vector_kwargs.update(num_workers=max(1, workers - 1), local_block=True)
+    else:
+        vector_kwargs["num_workers"] = workers
+    if args.vector.endswith("async"):
+        vector_kwargs["batch_size"] = n // 2
+    return fastvec.make(args.env_id, num_envs=n, backend="subproc", vector_kwargs=vector_kwargs)
+
+
+@dataclass
+class Rollout:
+    """One rollout, each tensor ``(num_steps, num_envs)``: column ``e`` is env ``e``'s steps.
+
+    ``valid[t, e]`` is False where step ``t`` of env ``e`` was an autoreset step: its
+    obs is the previous episode's last one and its action was ignored.
+    """
+
+    obs: torch.Tensor
+    actions: torch.Tensor
+    logprobs: torch.Tensor
+    rewards: torch.Tensor
+    terminated: torch.Tensor
+    done: torch.Tensor  # terminated or truncated
+    values: torch.Tensor
+    valid: torch.Tensor
+
+    @classmethod
+    def zeros(cls, num_steps: int, num_envs: int, obs_size: int) -> Rollout:
+        shape = (num_steps, num_envs)
+        return cls(obs=torch.zeros(shape + (obs_size,)),
+                   actions=torch.zeros(shape, dtype=torch.long),
+                   logprobs=torch.zeros(shape), rewards=torch.zeros(shape),
+                   terminated=torch.zeros(shape), done=torch.zeros(shape),
+                   values=torch.zeros(shape), valid=torch.zeros(shape, dtype=torch.bool))
+
+
+@dataclass
+class EnvState:
+    """What the loop carries from one rollout to the next."""
+
+    obs: torch.Tensor  # (num_envs, obs_size): each env's current observation
+    autoreset: np.ndarray  # NEXT_STEP: this env's next step is a reset step
+    recent: collections.deque  # returns of the last finished episodes
+    same_step: bool = False  # SB3: finished envs were reset within the step
+    held: list = field(default_factory=list)  # async: env_ids received and not sent yet
+
+
+def record_episodes(infos: dict, recent: collections.deque) -> None:
+    """Keep the returns of the episodes that ended in this step (or batch)."""
+    if "_episode" in infos:
+        recent.extend(infos["episode"]["r"][infos["_episode"]].tolist())
+
+
+def collect_sync(envs: Any, agent: Agent, roll: Rollout, state: EnvState, gamma: float) -> float:
+    """Fill ``roll`` with ``num_steps`` batched steps of every env; return seconds in ``step``."""
+    env_seconds = 0.0
+    for t in range(roll.rewards.shape[0]):
+        roll.obs[t] = state.obs
+        roll.valid[t] = torch.from_numpy(~state.autoreset)
+        with torch.no_grad():
+            action, logprob, _, value = agent.act(state.obs)
+        roll.actions[t], roll.logprobs[t], roll.values[t] = action, logprob, value
+        start = time.perf_counter()
+        next_obs, reward, term, trunc, infos = envs.step(action.numpy())
+        env_seconds += time.perf_counter() - start
+        rewards = torch.as_tensor(reward, dtype=torch.float32)
+        done = term | trunc
+        if state.same_step:
+            # SB3 reset the finished envs in this step, so every step is a transition and
+            # next_obs starts the next episode.  A truncated episode is bootstrapped from
+            # its real last observation through its reward, as SB3's PPO does, then ends.
+            if trunc.any():
+                with torch.no_grad():
+                    last = torch.as_tensor(infos["final_obs"][trunc], dtype=torch.float32)
+                    rewards[torch.from_numpy(trunc)] += gamma * agent.value(last)
+            term = done
+        else:
+            state.autoreset = done  # the next step of these envs is a reset
+        roll.rewards[t] = rewards
+        roll.terminated[t] = torch.from_numpy(term)
+        roll.done[t] = torch.from_numpy(done)
+        state.obs = torch.as_tensor(next_obs, dtype=torch.float32)
+        record_episodes(infos, state.recent)
+    return env_seconds
+
+
+def start_async(envs: Any, state: EnvState, seed: int) -> None:
+    """Reset every env with async batches and hold the batches until the first rollout."""
+    envs.async_reset(seed=seed)
+    while sum(len(ids) for ids in state.held) < envs.num_envs:
+        obs, _, _, _, _, env_ids = envs.recv()
+        state.obs[torch.from_numpy(env_ids)] = torch.as_tensor(obs, dtype=torch.float32)
+        state.held.append(env_ids)
+
+
+def collect_async(envs: Any, agent: Agent, roll: Rollout, state: EnvState,
+                  gamma: float) -> float:
+    """Fill ``roll`` by async batches (double buffering); return the seconds in recv/send.
+
+    ``recv()`` hands out whichever half of the envs is ready; while this process
+    computes that half's actions, the workers step the other half.  The halves do
+    not take turns in a fixed order, so each env counts its own steps (``filled``)
+    and writes step ``t`` to row ``t`` of its own column: every column then holds
+    one env's consecutive steps, as in :func:`collect_sync`, and GAE per env is
+    unchanged.  An env that has all ``num_steps`` steps is held (received, not sent)
+    until the next rollout; a batch is whole worker blocks whose envs always step
+    together, so what is sent or held is whole blocks too.  NEXT_STEP autoreset
+    steps are masked per env id, as in the sync loop.
+    """
+    num_steps, num_envs = roll.rewards.shape
+    filled = np.zeros(num_envs, dtype=np.int64)  # steps stored per env in this rollout
+    env_seconds = 0.0
+
+    def act_and_send(env_ids: np.ndarray) -> None:
+        nonlocal env_seconds
+        t, e = torch.from_numpy(filled[env_ids]), torch.from_numpy(env_ids)
+        obs = state.obs[e]
+        with torch.no_grad():
+            action, logprob, _, value = agent.act(obs)
+        roll.obs[t, e], roll.valid[t, e] = obs, torch.from_numpy(~state.autoreset[env_ids])
+        roll.actions[t, e], roll.logprobs[t, e], roll.values[t, e] = action, logprob, value
+        start = time.perf_counter()
+        envs.send(action.numpy(), env_ids)
+        env_seconds += time.perf_counter() - start
+
+    for env_ids in state.held:  # every env starts the rollout at row 0
+        act_and_send(env_ids)
+    state.held = []
+    held = 0
+    while held < num_envs:
+        start = time.perf_counter()
+        next_obs, reward, term, trunc, infos, env_ids = envs.recv()
+        env_seconds += time.perf_counter() - start
+        t, e = torch.from_numpy(filled[env_ids]), torch.from_numpy(env_ids)
+        roll.rewards[t, e] = torch.as_tensor(reward, dtype=torch.float32)
+        roll.terminated[t, e] = torch.from_numpy(term).float()
+        roll.done[t, e] = torch.from_numpy(term | trunc).float()
+        state.autoreset[env_ids] = term | trunc  # their next step is a reset
+        state.obs[e] = torch.as_tensor(next_obs, dtype=torch.float32)
+        record_episodes(infos, state.recent)
+        filled[env_ids] += 1
+        full = filled[env_ids] == num_steps
+        if full.any():
+            state.held.append(env_ids[full])
+            held += int(full.sum())
+        if not full.all():
+            act_and_send(env_ids[~full])
+    return env_seconds
+
+
 def main() -> None:
-    """Parse the flags, train, print the learning curve and the final average return."""
+    """Parse the flags, train, print the learning curve, the speed and the final return."""
     args = parse_args()
     batch_size = args.num_envs * args.num_steps
     num_updates = max(1, args.total_timesteps // batch_size)
@@ -139,37 +381,32 @@ def main() -> None:
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     rng = np.random.default_rng(args.seed)
+    is_async = args.vector.endswith("-async") and args.vector.startswith("fastvec")
+    collect = collect_async if is_async else collect_sync
 
-    vector_kwargs: dict = {"episode_statistics": True}  # infos["episode"], infos["_episode"]
-    if args.backend == "subproc":
-        vector_kwargs["num_workers"] = min(args.num_workers, args.num_envs)
-    envs = fastvec.make(args.env_id, num_envs=args.num_envs, backend=args.backend,
-                        vector_kwargs=vector_kwargs)
+    envs = make_envs(args)
     try:
         obs_size = int(np.prod(envs.single_observation_space.shape))
         agent = Agent(obs_size, int(envs.single_action_space.n))
         optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-
-        # Rollout storage, (num_steps, num_envs).  valid[t] is False where step t was an
-        # autoreset step: its obs is the previous episode's last one, its action ignored.
+        roll = Rollout.zeros(args.num_steps, args.num_envs, obs_size)
         shape = (args.num_steps, args.num_envs)
-        obs = torch.zeros(shape + (obs_size,))
-        actions = torch.zeros(shape, dtype=torch.long)
-        logprobs = torch.zeros(shape)
-        rewards = torch.zeros(shape)
-        terminated = torch.zeros(shape)
-        done = torch.zeros(shape)  # terminated or truncated
-        values = torch.zeros(shape)
-        valid = torch.zeros(shape, dtype=torch.bool)
 
-        recent = collections.deque(maxlen=args.return_window)
+        state = EnvState(obs=torch.zeros(args.num_envs, obs_size),
+                         autoreset=np.zeros(args.num_envs, dtype=np.bool_),
+                         recent=collections.deque(maxlen=args.return_window),
+                         same_step=getattr(envs, "same_step", False))
+        recent = state.recent
         curve: list[tuple[int, float]] = []
         reached: tuple[int, float] | None = None  # (step, seconds) first above target
         held: tuple[int, float] | None = None  # ... and above it ever since
         global_step = 0
+        env_seconds = 0.0  # in the vector env's step (or recv + send)
         start = time.perf_counter()
-        next_obs = torch.as_tensor(envs.reset(seed=args.seed)[0], dtype=torch.float32)
-        autoreset = np.zeros(args.num_envs, dtype=np.bool_)
+        if is_async:
+            start_async(envs, state, args.seed)
+        else:
+            state.obs = torch.as_tensor(envs.reset(seed=args.seed)[0], dtype=torch.float32)
         progress = tqdm(total=num_updates * batch_size, unit="step", disable=None,
                         dynamic_ncols=True)
 
@@ -178,41 +415,30 @@ def main() -> None:
                 optimizer.param_groups[0]["lr"] = \
                     args.learning_rate * (1.0 - (update - 1) / num_updates)
 
-            for t in range(args.num_steps):
-                obs[t] = next_obs
-                valid[t] = torch.from_numpy(~autoreset)
-                with torch.no_grad():
-                    action, logprob, _, value = agent.act(next_obs)
-                actions[t], logprobs[t], values[t] = action, logprob, value
-                next_obs_np, reward, term, trunc, infos = envs.step(action.numpy())
-                rewards[t] = torch.as_tensor(reward, dtype=torch.float32)
-                terminated[t] = torch.from_numpy(term)
-                autoreset = term | trunc  # the next step of these envs is a reset
-                done[t] = torch.from_numpy(autoreset)
-                next_obs = torch.as_tensor(next_obs_np, dtype=torch.float32)
-                global_step += args.num_envs
-                if "_episode" in infos:
-                    recent.extend(infos["episode"]["r"][infos["_episode"]].tolist())
+            env_seconds += collect(envs, agent, roll, state, args.gamma)
+            global_step += batch_size
 
             # GAE.  next_values[t] = V(obs[t + 1]); after a terminal or truncated step that
             # obs is the episode's real last one, so a truncation is bootstrapped from it.
             # (1 - done[t]) stops the recursion at an episode's end, so nothing from the
             # autoreset step that follows flows back into the episode.
             with torch.no_grad():
-                next_values = torch.cat([values[1:], agent.value(next_obs)[None]])
+                next_values = torch.cat([roll.values[1:], agent.value(state.obs)[None]])
             advantages = torch.zeros(shape)
             last_gae = torch.zeros(args.num_envs)
             for t in reversed(range(args.num_steps)):
-                delta = rewards[t] + args.gamma * next_values[t] * (1.0 - terminated[t]) \
-                    - values[t]
-                last_gae = delta + args.gamma * args.gae_lambda * (1.0 - done[t]) * last_gae
+                delta = roll.rewards[t] + args.gamma * next_values[t] \
+                    * (1.0 - roll.terminated[t]) - roll.values[t]
+                last_gae = delta + args.gamma * args.gae_lambda * (1.0 - roll.done[t]) \
+                    * last_gae
                 advantages[t] = last_gae
-            returns = advantages + values
+            returns = advantages + roll.values
 
             # Minibatch epochs over the valid transitions only.
-            keep = valid.reshape(-1)
-            b_obs, b_actions = obs.reshape(-1, obs_size)[keep], actions.reshape(-1)[keep]
-            b_logprobs, b_advantages = logprobs.reshape(-1)[keep], advantages.reshape(-1)[keep]
+            keep = roll.valid.reshape(-1)
+            b_obs = roll.obs.reshape(-1, obs_size)[keep]
+            b_actions = roll.actions.reshape(-1)[keep]
+            b_logprobs, b_advantages = roll.logprobs.reshape(-1)[keep], advantages.reshape(-1)[keep]
             b_returns = returns.reshape(-1)[keep]
             num_valid = len(b_obs)
             minibatch_size = max(1, num_valid // args.num_minibatches)
@@ -253,13 +479,13 @@ def main() -> None:
                     f"step {global_step:>8,}  sps {global_step / elapsed:>6,.0f}  "
                     f"mean_return {mean_return:6.1f}  (last {len(recent)} episodes)  "
                     f"loss {loss.item():.3f}")
+        elapsed = time.perf_counter() - start
         progress.close()
     finally:
         envs.close()
 
-    elapsed = time.perf_counter() - start
     print(f"\nmean return of the last {len(recent)} episodes vs global step "
-          f"({args.num_envs} envs, backend {args.backend}, seed {args.seed}):")
+          f"({args.num_envs} envs, vector {args.vector}, seed {args.seed}):")
     print(ascii_plot(curve))
     if reached is None:
         print(f"mean return never exceeded {args.target_return:g}")
@@ -270,6 +496,8 @@ def main() -> None:
         print(f"mean return stayed above {args.target_return:g} from step {held[0]:,} "
               f"({held[1]:.1f} s) to the end")
     print(f"{global_step:,} steps in {elapsed:.1f} s ({global_step / elapsed:,.0f} steps/s)")
+    print(f"time in the vector env: {env_seconds:.1f} s ({env_seconds / elapsed:.0%} of the "
+          f"training loop; {args.vector})")
     print(f"final average return: {np.mean(recent) if recent else float('nan'):.1f}")
 
 
