@@ -481,7 +481,8 @@ def test_measure_records_the_policy_and_it_slows_the_step() -> None:
     free = cli.measure("plain", "info", seconds=0.05, warmup=0.0, seed=0)
     busy = cli.measure("plain", "info", seconds=0.05, warmup=0.0, seed=0, policy_us=2000.0)
     assert free["policy_us"] == 0.0 and busy["policy_us"] == 2000.0
-    assert busy["p50_us"] > 1000.0 > free["p50_us"]  # 2 ms asked; at least half of it
+    # 2 ms asked; the machine's speed may wander from its calibration by up to ~2x.
+    assert busy["p50_us"] > 500.0 > free["p50_us"]
 
 
 def test_policy_us_goes_to_the_children_and_the_json(monkeypatch, tmp_path: Path) -> None:
