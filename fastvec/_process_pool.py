@@ -91,6 +91,16 @@ class ProcessPool(Pool):
         """Each worker's process id."""
         return [worker.process.pid for worker in self._workers]
 
+    @property
+    def exitcodes(self) -> list[int | None]:
+        """Each worker's exit code (None while it runs)."""
+        return [worker.process.exitcode for worker in self._workers]
+
+    @property
+    def infos_raw_only(self) -> bool:
+        """Whether workers were told to send raw infos only (their blocks disagreed)."""
+        return bool(self.infos.raw_only[0])
+
     # -- start-up --------------------------------------------------------------------
 
     def attach(self, mode: int, copy: bool) -> Buffers:

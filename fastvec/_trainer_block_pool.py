@@ -62,6 +62,10 @@ class TrainerBlockPool(Pool):
     def pids(self) -> list[int | None]:
         return self.workers.pids
 
+    @property
+    def exitcodes(self) -> list[int | None]:
+        return self.workers.exitcodes
+
     def _build(self) -> list:
         envs = []
         for index, env_fn in enumerate(self.env_fns):

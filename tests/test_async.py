@@ -14,6 +14,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import fastvec
 from fastvec.errors import FastVecError, NoAsyncCallError, WorkerError, WorkerTimeout
+from tests import internals
 from tests.compare import assert_tree_equal
 from tests.envs import CountingEnv, HangingEnv, JitterEnv, RaisingEnv, make_fns
 
@@ -207,8 +208,8 @@ def test_contiguous_blocks_are_views_others_are_gathered(make_async):
     for _ in range(20):
         obs, rew, term, trunc, infos, ids = envs.recv()
         contiguous = ids[1] == ids[0] + 1
-        assert np.shares_memory(obs, envs._rows) == contiguous
-        assert obs.tolist() == envs._obs_views[ids].tolist()
+        assert np.shares_memory(obs, internals.shared_rows(envs)) == contiguous
+        assert obs.tolist() == internals.obs_views(envs)[ids].tolist()
         envs.send(np.ones(2, np.int64), ids)
 
 
@@ -247,7 +248,7 @@ def test_worker_death_in_async_mode_is_reported_fast(make_async):
     envs.async_reset(seed=0)
     ids = envs.recv()[-1]
     victim = 1 - int(ids[0]) // 2
-    os.kill(envs._workers[victim].process.pid, signal.SIGKILL)
+    os.kill(internals.worker_pids(envs)[victim], signal.SIGKILL)
     start = time.monotonic()
     with pytest.raises(WorkerError, match="SIGKILL") as info:
         while time.monotonic() - start < 5.0:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from fastvec import _shared_infos as slab
 from fastvec._kernels.infos import batch_block_infos, batch_infos
+from tests import internals
 from tests.compare import assert_tree_equal
 
 # ---------------------------------------------------------------------------
@@ -219,7 +220,7 @@ def test_infos_equal_sync_vector_env(make_subproc, variant, num_workers):
     vec = make_subproc(fns, num_workers=num_workers)
     _run(vec, SyncVectorEnv(fns))
     if variant == "steady":  # the areas were used: nothing asked workers to stop
-        assert not vec._shared.arrays["infos_raw_only"][0]
+        assert not internals.infos_raw_only(vec)
 
 
 @pytest.mark.subprocess
@@ -227,7 +228,7 @@ def test_workers_that_disagree_on_types_fall_back_to_raw_infos(make_subproc):
     fns = [functools.partial(NumericInfoEnv, i, "per_worker_types") for i in range(4)]
     vec = make_subproc(fns, num_workers=4)  # one env per worker: each block is exact
     _run(vec, SyncVectorEnv(fns))
-    assert vec._shared.arrays["infos_raw_only"][0]
+    assert internals.infos_raw_only(vec)
 
 
 @pytest.mark.subprocess

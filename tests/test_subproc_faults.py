@@ -26,7 +26,7 @@ import pytest
 from gymnasium import spaces
 
 from fastvec.errors import FastVecError, WorkerError, WorkerTimeout
-from tests import leaks
+from tests import internals, leaks
 from tests.envs import (
     ActionEchoEnv,
     CountingEnv,
@@ -61,7 +61,7 @@ def timer() -> Iterator[list[float]]:
 
 
 def worker_pids(envs: Any) -> list[int]:
-    return [worker.process.pid for worker in envs._workers]
+    return internals.worker_pids(envs)
 
 
 def _stat(pid: int) -> tuple[str, int, int] | None:
@@ -192,7 +192,7 @@ def test_env_raising_in_step(make_subproc, context):
     check_env_error(info.value, env=2, worker=1, what="step", function="_maybe_raise")
     assert "step 2" in str(info.value)
     # Nobody died, and the vector env goes on after a reset.
-    assert worker_pids(envs) == pids and all(w.alive for w in envs._workers)
+    assert worker_pids(envs) == pids and internals.worker_exitcodes(envs) == [None] * len(pids)
     obs, _ = envs.reset(seed=0)
     np.testing.assert_array_equal(obs, [0, 0, 0, 0])
     obs, rew, term, trunc, _ = envs.step(np.array([3, 2, 1, 0]))
@@ -243,7 +243,7 @@ def test_env_raising_while_being_built(make_subproc, context, error):
 
 
 def kill_worker_1(envs: Any) -> None:
-    os.kill(envs._workers[1].process.pid, signal.SIGKILL)
+    os.kill(internals.worker_pids(envs)[1], signal.SIGKILL)
 
 
 ONLY_ENV_2 = {"faulty": [False, False, True, False]}
@@ -333,7 +333,7 @@ def test_workers_outlive_the_thread_that_started_them(make_subproc, context):
     builder.join()
     envs = made["envs"]
     time.sleep(0.2)
-    assert [worker.process.exitcode for worker in envs._workers] == [None, None]
+    assert internals.worker_exitcodes(envs) == [None, None]
     envs.reset(seed=0)
     obs, *_ = envs.step(np.array([1, 2, 3, 0]))
     np.testing.assert_array_equal(obs, [1, 1, 1, 1])
@@ -426,7 +426,7 @@ def test_restart_replaces_the_worker_and_reports_its_envs_truncated(
         else:
             assert "worker_restarted" not in infos, where
             np.testing.assert_array_equal(obs[block], r_obs[block], err_msg=where)
-    assert all(worker.alive for worker in envs._workers)
+    assert all(code is None for code in internals.worker_exitcodes(envs))
 
 
 # ---------------------------------------------------------------------------
@@ -478,6 +478,7 @@ import sys
 import time
 import numpy as np
 import fastvec
+from tests import internals
 from tests.envs import SlowEnv, make_fns
 
 if __name__ == "__main__":
@@ -486,7 +487,7 @@ if __name__ == "__main__":
                                  context=context)
     envs.reset(seed=0)
     envs.set_attr("delay", 0.1 if busy == "workers" else 0.0)
-    print("workers", *[w.process.pid for w in envs._workers], flush=True)
+    print("workers", *internals.worker_pids(envs), flush=True)
     actions = np.zeros(4, dtype=np.int64)
     while True:
         envs.step(actions)
