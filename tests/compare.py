@@ -4,6 +4,10 @@
 dtypes and shapes, same bytes; object arrays are compared element by element,
 recursively.  Failure messages name the path of the first difference, such as
 ``infos["nested"]["b"]: dtype uint8 != int64``.
+
+Also: whole trajectories side by side with Gymnasium's (:func:`run_parity`),
+infos without wall-clock episode times (:func:`drop_episode_time`), and frames
+tiled into a grid (:func:`check_tiling`).
 """
 
 from __future__ import annotations
@@ -223,3 +227,41 @@ def run_parity(
                 reset_both(f"seeded partial reset after step {t}", mask=done, seed=seeds)
     rec.check()
     return episode_ends
+
+
+def drop_episode_time(infos: dict, where: str) -> dict:
+    """``infos`` without ``episode["t"]`` (wall-clock time), after checking it."""
+    if not isinstance(infos, dict) or "episode" not in infos:
+        return infos
+    episode = dict(infos["episode"])
+    assert "t" in episode, f"{where}: infos['episode'] has no 't'"
+    t = episode.pop("t")
+    assert isinstance(t, np.ndarray) and t.dtype == np.float64, (
+        f"{where}: infos['episode']['t'] should be a float64 array, got {t!r}"
+    )
+    assert t.shape == infos["_episode"].shape, f"{where}: episode t shape {t.shape}"
+    assert np.all(t >= 0) and np.all(np.isfinite(t)), f"{where}: episode t {t}"
+    return {**infos, "episode": episode}
+
+
+# ---------------------------------------------------------------------------
+# rendered frames
+
+
+def check_tiling(frames: list[np.ndarray], grid: np.ndarray) -> None:
+    """``grid`` holds ``frames`` row-major in a roughly square grid, zeros elsewhere."""
+    n = len(frames)
+    h, w, c = frames[0].shape
+    assert isinstance(grid, np.ndarray) and grid.dtype == frames[0].dtype
+    assert grid.ndim == 3 and grid.shape[2] == c, f"grid shape {grid.shape}"
+    assert grid.shape[0] % h == 0 and grid.shape[1] % w == 0, f"grid shape {grid.shape}"
+    rows, cols = grid.shape[0] // h, grid.shape[1] // w
+    assert rows * cols >= n, f"{rows}x{cols} grid for {n} frames"
+    assert abs(rows - cols) <= 1, f"{rows}x{cols} grid for {n} frames is not roughly square"
+    assert min(rows, cols) <= math.ceil(math.sqrt(n)), f"{rows}x{cols} grid for {n} frames"
+    assert (rows - 1) * cols < n and (cols - 1) * rows < n, f"{rows}x{cols}: an empty row/col"
+    for k in range(rows * cols):
+        r, col = divmod(k, cols)
+        cell = grid[r * h:(r + 1) * h, col * w:(col + 1) * w]
+        expected = frames[k] if k < n else np.zeros_like(frames[0])
+        assert_tree_equal(cell, expected, f"cell ({r}, {col}) of a {rows}x{cols} grid")

@@ -26,6 +26,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+from gymnasium.vector import AutoresetMode
 
 # ---------------------------------------------------------------------------
 # factories
@@ -65,6 +66,47 @@ def counting_step(t: int, episode_len: int, truncate: bool) -> tuple[int, bool, 
     t += 1
     done = t >= episode_len
     return t, done and not truncate, done and truncate
+
+
+def counting_model(lens: Sequence[int], truncate: Sequence[bool], actions: Any,
+                   mode: AutoresetMode):
+    """What counting envs (observation: steps since reset; reward: the action) give
+    each step: a dict of obs, rewards, terminations, truncations, final_obs (env
+    index -> value) and the episode statistics r and l (0 where no episode ended).
+    In DISABLED mode the caller resets done envs right after the step."""
+    n = len(lens)
+    t = np.zeros(n, dtype=np.int64)
+    ret, length = np.zeros(n), np.zeros(n, dtype=np.int64)
+    pending = np.zeros(n, dtype=bool)
+    for step_actions in actions:
+        out = {
+            "rewards": np.zeros(n),
+            "terminations": np.zeros(n, dtype=bool),
+            "truncations": np.zeros(n, dtype=bool),
+            "final_obs": {},
+            "r": np.zeros(n),
+            "l": np.zeros(n, dtype=np.int64),
+        }
+        for i in range(n):
+            if mode is AutoresetMode.NEXT_STEP and pending[i]:
+                t[i], pending[i] = 0, False
+                continue
+            t[i] += 1
+            out["rewards"][i] = float(step_actions[i])
+            ret[i] += float(step_actions[i])
+            length[i] += 1
+            done = t[i] >= lens[i]
+            out["terminations"][i] = done and not truncate[i]
+            out["truncations"][i] = done and truncate[i]
+            if not done:
+                continue
+            out["r"][i], out["l"][i], ret[i], length[i] = ret[i], length[i], 0.0, 0
+            if mode is AutoresetMode.NEXT_STEP:
+                pending[i] = True
+            else:  # SAME_STEP resets now; in DISABLED mode the caller does
+                out["final_obs"][i], t[i] = t[i], 0
+        out["obs"] = t.copy()
+        yield out
 
 
 class CountingEnv(gym.Env):
@@ -108,6 +150,22 @@ class CountingEnv(gym.Env):
 
     def close(self):
         self.close_count += 1
+
+
+class PaddedObsEnv(CountingEnv):
+    """A (3,) float32 observation: 12 bytes in a 16-byte record, so views are strided."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.observation_space = spaces.Box(-1e9, 1e9, (3,), np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        obs, info = super().reset(seed=seed, options=options)
+        return np.full(3, obs, np.float32), info
+
+    def step(self, action):
+        obs, *rest = super().step(action)
+        return (np.full(3, obs, np.float32), *rest)
 
 
 class DictCountingEnv(CountingEnv):

@@ -1,22 +1,29 @@
-"""Async batches (``batch_size < num_envs``): per-env equivalence, misuse, failures."""
+"""Async batches (``batch_size < num_envs``): what only they do.
+
+Each env sees what ``SyncVectorEnv`` would give it while batches interleave;
+``DISABLED`` resets by mask; ``recv`` twice; ``batch_size`` checks; misuse is
+an error, never a hang; contiguous blocks come back as views, others gathered;
+control calls wait for the envs in flight; episode statistics per env.  The
+full-batch contract (results, autoreset, infos, episode statistics, errors) runs
+on async batches too, through ``tests.backends.FullBatches``: see
+``test_contract_*.py``.  Failures of workers in async mode:
+``test_subproc_faults.py``.
+"""
 
 from __future__ import annotations
 
-import os
-import signal
 import time
 from typing import Any
 
 import numpy as np
 import pytest
-from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, SyncVectorEnv
 
 import fastvec
-from fastvec.errors import FastVecError, NoAsyncCallError, WorkerError, WorkerTimeout
+from fastvec.errors import FastVecError, NoAsyncCallError
 from tests import internals
 from tests.compare import assert_tree_equal
-from tests.envs import CountingEnv, HangingEnv, JitterEnv, RaisingEnv, make_fns
+from tests.envs import CountingEnv, JitterEnv, RenderEnv, make_fns
 
 pytestmark = pytest.mark.subprocess
 
@@ -231,112 +238,24 @@ def test_episode_statistics_per_env(make_async):
         assert length == lengths[env] and ret == float(lengths[env])  # reward = action = 1
 
 
-def test_env_error_in_async_mode(make_async):
-    fns = make_fns(RaisingEnv, 4, per_env={"faulty": [False, False, True, False]}, raise_at=2)
-    envs = make_async(fns, num_workers=2, batch_size=2)
-    envs.async_reset(seed=0)
-    start = time.monotonic()
-    with pytest.raises(WorkerError) as info:
-        while time.monotonic() - start < 5.0:  # until the faulty worker's turn comes
-            ids = envs.recv()[-1]
-            envs.send(np.zeros(2, np.int64), ids)
-    assert info.value.env_index == 2 and info.value.worker_index == 1
-
-
-def test_worker_death_in_async_mode_is_reported_fast(make_async):
-    envs = make_async(make_fns(CountingEnv, 4, episode_len=1000), num_workers=2, batch_size=2)
+@pytest.mark.parametrize(
+    "use",
+    [lambda v: v.call("label"), lambda v: v.get_attr("t"), lambda v: v.set_attr("label", "x"),
+     lambda v: v.render(), lambda v: v.call_each(len)],
+    ids=["call", "get_attr", "set_attr", "render", "call_each"],
+)
+def test_control_calls_while_envs_are_in_flight_are_refused(make_async, use):
+    # (the counterpart of a call while a step_async is pending, in the contract suite)
+    envs = make_async(make_fns(RenderEnv, 4), num_workers=2, batch_size=2)
     envs.async_reset(seed=0)
     ids = envs.recv()[-1]
-    victim = 1 - int(ids[0]) // 2
-    os.kill(internals.worker_pids(envs)[victim], signal.SIGKILL)
-    start = time.monotonic()
-    with pytest.raises(WorkerError, match="SIGKILL") as info:
-        while time.monotonic() - start < 5.0:
-            envs.send(np.zeros(2, np.int64), ids)
-            ids = envs.recv()[-1]
-    assert time.monotonic() - start < 1.5
-    assert info.value.exitcode == -signal.SIGKILL
-
-
-def test_restart_in_async_mode(make_async):
-    fns = make_fns(RaisingEnv, 4, per_env={"faulty": [False, False, True, False]}, raise_at=2)
-    envs = make_async(fns, num_workers=2, batch_size=2, on_worker_failure="restart")
-    envs.async_reset(seed=0)
-    restarted = False
-    start = time.monotonic()
-    while not restarted and time.monotonic() - start < 10.0:
-        obs, rew, term, trunc, infos, ids = envs.recv()
-        if "worker_restarted" in infos:
-            restarted = True
-            assert list(ids) == [2, 3]
-            assert trunc.all() and not term.any() and (rew == 0).all()
-            assert infos["_worker_restarted"].all()
-        envs.send(np.zeros(2, np.int64), ids)
-    assert restarted
-
-
-def test_timeout_in_async_mode(make_async):
-    fns = make_fns(HangingEnv, 4, per_env={"faulty": [False, False, False, True]}, hang_at=1)
-    envs = make_async(fns, num_workers=2, batch_size=2, timeout=0.5)
-    envs.async_reset(seed=0)
-    start = time.monotonic()
-    with pytest.raises(WorkerTimeout):
-        # The healthy worker keeps batches coming; the hung one must still be reported.
-        while time.monotonic() - start < 5.0:
-            ids = envs.recv()[-1]
-            envs.send(np.zeros(2, np.int64), ids)
-    assert time.monotonic() - start < 1.5
-    closing = time.monotonic()
-    envs.close()
-    assert time.monotonic() - closing < 4.0
-
-
-@pytest.mark.filterwarnings("ignore::fastvec.errors.ObjectSpaceWarning")
-def test_object_spaces_work(make_async):
-    from tests.envs import ObjectSpaceEnv
-
-    fns = make_fns(ObjectSpaceEnv, 4, kind="text")
-    envs = make_async(fns, num_workers=2, batch_size=2)
-    envs.async_reset(seed=3)
-    obs, rew, term, trunc, infos, ids = envs.recv()
-    assert isinstance(obs, tuple) and len(obs) == 2
-    envs.send(np.zeros(2, np.int64), ids)
-    assert len(envs.recv()[-1]) == 2
-
-
-
-class PaddedObsEnv(CountingEnv):
-    """A (3,) float32 observation: 12 bytes in a 16-byte record, so views are strided."""
-
-    def __init__(self, **kwargs):
-        super().__init__(**kwargs)
-        self.observation_space = spaces.Box(-1e9, 1e9, (3,), np.float32)
-
-    def reset(self, *, seed=None, options=None):
-        obs, info = super().reset(seed=seed, options=options)
-        return np.full(3, obs, np.float32), info
-
-    def step(self, action):
-        obs, *rest = super().step(action)
-        return (np.full(3, obs, np.float32), *rest)
-
-
-@pytest.mark.parametrize("impl", ["sync", "subproc", "async"])
-def test_copied_observations_are_c_contiguous(make_async, impl):
-    fns = make_fns(PaddedObsEnv, 4)
-    if impl == "sync":
-        envs = fastvec.SyncVecEnv(fns)
-    else:
-        envs = make_async(fns, num_workers=4, batch_size=2 if impl == "async" else None)
-    if impl == "async":
-        envs.async_reset(seed=0)
-        for _ in range(8):
-            obs, *_, ids = envs.recv()
-            assert obs.flags.c_contiguous and obs.shape == (2, 3)
-            envs.send(np.ones(2, np.int64), ids)
-    else:
-        obs, _ = envs.reset(seed=0)
-        assert obs.flags.c_contiguous
-        obs = envs.step(np.ones(4, np.int64))[0]
-        assert obs.flags.c_contiguous and obs.tolist() == [[1.0] * 3] * 4
-    envs.close()
+    with pytest.raises(FastVecError, match="in flight"):
+        use(envs)
+    envs.recv()
+    assert envs.get_attr("label") == tuple(f"counting-{i}" for i in range(4))
+    envs.send(np.full(2, 2), ids)
+    with pytest.raises(FastVecError, match="in flight"):
+        use(envs)
+    assert envs.recv()[1].tolist() == [2.0, 2.0]
+    stepped = [int(i in ids) for i in range(4)]
+    assert envs.get_attr("t") == tuple(stepped)

@@ -1,11 +1,19 @@
-"""``fastvec.make`` mirrors ``gymnasium.make_vec`` on every backend."""
+"""``fastvec.make`` mirrors ``gymnasium.make_vec`` on every backend.
+
+The tests at the end go through the implementation under test (``impl``), so
+that ``--impl gymnasium`` checks them against ``gymnasium.make_vec``.
+"""
+
+import functools
 
 import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.envs.registration import VectorizeMode
+from gymnasium.vector import AutoresetMode
 
 import fastvec
+from tests.compare import assert_tree_equal, run_parity
 from tests.envs import CountingEnv
 
 BACKENDS = ["sync", pytest.param("subproc", marks=pytest.mark.subprocess)]
@@ -100,3 +108,80 @@ def test_bad_env_id():
         fastvec.make("NoSuchEnv-v0", 2)
     with pytest.raises(TypeError, match="registered id, an EnvSpec or a callable"):
         fastvec.make(42, 2)
+
+
+# ---------------------------------------------------------------------------
+# through the implementation under test
+
+
+@pytest.mark.fastvec_only
+def test_make_defaults_to_sync(impl, vec_envs):
+    vec = vec_envs.track(impl.make("CartPole-v1", 3))
+    assert isinstance(vec, impl.SyncVecEnv)
+    assert vec.num_envs == 3
+    assert vec.metadata["autoreset_mode"] is AutoresetMode.NEXT_STEP
+
+
+def test_make_gives_the_same_results_as_gymnasium(impl, vec_envs):
+    vec = vec_envs.track(impl.make("CartPole-v1", 3))
+    ref = vec_envs.track(gym.make_vec("CartPole-v1", 3, vectorization_mode="sync"))
+    run_parity(vec, ref, mode=AutoresetMode.NEXT_STEP, copy=True, steps=120)
+
+
+def test_make_passes_keyword_arguments_to_the_env(impl, vec_envs):
+    vec = vec_envs.track(impl.make("Pendulum-v1", 2, g=1.62))
+    assert vec.get_attr("g") == (1.62, 1.62)
+
+
+def test_make_vector_kwargs(impl, vec_envs):
+    vec = vec_envs.track(
+        impl.make("CartPole-v1", 2, vector_kwargs={"autoreset_mode": "SameStep", "copy": False})
+    )
+    assert vec.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+
+
+def test_make_wrappers(impl, vec_envs):
+    wrappers = [functools.partial(gym.wrappers.TimeLimit, max_episode_steps=5)]
+    vec = vec_envs.track(impl.make("Pendulum-v1", 2, wrappers=wrappers))
+    vec.reset(seed=0)
+    for _ in range(4):
+        _, _, _, truncations, _ = vec.step(np.zeros((2, 1), dtype=np.float32))
+        assert not truncations.any()
+    _, _, _, truncations, _ = vec.step(np.zeros((2, 1), dtype=np.float32))
+    assert_tree_equal(truncations, np.array([True, True]), "truncations at step 5")
+
+
+def test_make_unknown_backend(impl):
+    with pytest.raises(ValueError):
+        impl.make("CartPole-v1", 2, backend="carrier-pigeon")
+
+
+@pytest.mark.fastvec_only
+@pytest.mark.subprocess
+def test_make_with_the_subproc_backend(impl, vec_envs):
+    vec = vec_envs.track(impl.make("CartPole-v1", 4, backend="subproc",
+                                   vector_kwargs={"num_workers": 2}))
+    assert isinstance(vec, impl.SubprocVecEnv)
+    assert vec.num_workers == 2 and vec.num_envs == 4
+    assert vec.spec is not None and vec.spec.id == "CartPole-v1"
+    ref = vec_envs.track(gym.make_vec("CartPole-v1", 4, vectorization_mode="sync"))
+    run_parity(vec, ref, mode=AutoresetMode.NEXT_STEP, copy=True, steps=100)
+
+
+@pytest.mark.fastvec_only
+@pytest.mark.subprocess
+def test_make_subproc_passes_env_kwargs_wrappers_and_vector_kwargs(impl, vec_envs):
+    wrappers = [functools.partial(gym.wrappers.TimeLimit, max_episode_steps=3)]
+    vec = vec_envs.track(impl.make(
+        "Pendulum-v1", 3, backend="subproc", wrappers=wrappers, g=1.62,
+        vector_kwargs={"num_workers": 2, "autoreset_mode": "SameStep", "context": "fork"}))
+    assert vec.metadata["autoreset_mode"] is AutoresetMode.SAME_STEP
+    assert vec.context == "fork"
+    assert vec.get_attr("g") == (1.62,) * 3
+    vec.reset(seed=0)
+    for _ in range(2):
+        _, _, _, truncations, _ = vec.step(np.zeros((3, 1), dtype=np.float32))
+        assert not truncations.any()
+    _, _, _, truncations, infos = vec.step(np.zeros((3, 1), dtype=np.float32))
+    assert_tree_equal(truncations, np.ones(3, dtype=bool), "truncations at step 3")
+    assert "final_obs" in infos

@@ -2,8 +2,10 @@
 
 Every test asserts the error type, what its message names, and a time bound.
 Envs raise, workers are killed from outside or die inside an env (exit code,
-SIGKILL, a real segfault), steps time out, workers are restarted, actions are
-bad, and trainers are interrupted with Ctrl-C or killed with SIGKILL.
+SIGKILL, a real segfault), steps time out, workers are restarted (with full
+batches and with async batches), and trainers are interrupted with Ctrl-C or
+killed with SIGKILL.  Bad actions never reaching a worker: the contract suite
+(``test_contract_errors.py``).
 """
 
 from __future__ import annotations
@@ -23,12 +25,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from gymnasium import spaces
 
 from fastvec.errors import FastVecError, WorkerError, WorkerTimeout
 from tests import internals, leaks
 from tests.envs import (
-    ActionEchoEnv,
     CountingEnv,
     CrashingEnv,
     EnvBoom,
@@ -430,44 +430,67 @@ def test_restart_replaces_the_worker_and_reports_its_envs_truncated(
 
 
 # ---------------------------------------------------------------------------
-# bad actions: a ValueError, and nothing reaches a worker
+# async batches: the same failures while batches interleave
 
 
-def echo_fns(space: spaces.Space) -> list:
-    return [functools.partial(ActionEchoEnv, space, env_id=i) for i in range(4)]
+def test_env_error_in_async_mode(make_subproc):
+    fns = make_fns(RaisingEnv, 4, per_env={"faulty": [False, False, True, False]}, raise_at=2)
+    envs = make_subproc(fns, num_workers=2, batch_size=2)
+    envs.async_reset(seed=0)
+    start = time.monotonic()
+    with pytest.raises(WorkerError) as info:
+        while time.monotonic() - start < 5.0:  # until the faulty worker's turn comes
+            ids = envs.recv()[-1]
+            envs.send(np.zeros(2, np.int64), ids)
+    assert info.value.env_index == 2 and info.value.worker_index == 1
 
 
-@pytest.mark.parametrize("space, bad, message", [
-    (spaces.Discrete(3), np.zeros(3, np.int64), r"shape \(4,\).*got shape \(3,\)"),
-    (spaces.Discrete(3), np.zeros(5, np.int64), r"shape \(4,\).*got shape \(5,\)"),
-    (spaces.Discrete(3), np.zeros((4, 2), np.int64), r"shape \(4,\).*got shape \(4, 2\)"),
-    (spaces.Discrete(3), 1, r"shape \(4,\).*got a scalar"),
-    (spaces.Discrete(3), np.array([0.0, 1.0, 2.0, 0.5]), r"integer actions.*float64"),
-    (spaces.Discrete(3), np.array([0, 0, 3, 0]), r"env 2 .*out of range.*got 3"),
-    (spaces.Discrete(3), np.array([0, -1, 0, 0]), r"env 1 .*out of range.*got -1"),
-    (spaces.Discrete(3), np.array([0, 1, 2, 2**40]), r"env 3 .*out of range"),
-    (spaces.Box(-1, 1, (2,)), np.zeros((4, 3)), r"shape \(4, 2\).*got shape \(4, 3\)"),
-    (spaces.Box(-1, 1, (2,)), np.zeros(8), r"shape \(4, 2\).*got shape \(8,\)"),
-    (spaces.Box(-1, 1, (2,)), np.zeros((4, 2), complex), r"dtype float32.*complex128"),
-], ids=["short", "long", "extra-dim", "scalar", "float-for-discrete", "above", "below",
-        "far-above", "box-shape", "box-flat", "box-dtype"])
-def test_bad_actions_never_reach_a_worker(make_subproc, space, bad, message):
-    envs = make_subproc(echo_fns(space), num_workers=2, context="fork")
-    envs.reset(seed=0)
-    good = np.stack([space.sample() for _ in range(4)])
-    envs.step(good)
-    assert envs.get_attr("step_count") == (1, 1, 1, 1)
-    with timer() as took:
-        with pytest.raises(ValueError, match=message):
-            envs.step(bad)
-    assert took[0] < 0.5
-    with pytest.raises(ValueError, match=message):
-        envs.step_async(bad)
-    assert envs.get_attr("step_count") == (1, 1, 1, 1), "a bad batch reached the envs"
-    envs.step_async(good)  # nothing is left pending by the rejected calls
-    envs.step_wait()
-    envs.step(good)
-    assert envs.get_attr("step_count") == (3, 3, 3, 3)
+def test_worker_death_in_async_mode_is_reported_fast(make_subproc):
+    envs = make_subproc(make_fns(CountingEnv, 4, episode_len=1000), num_workers=2, batch_size=2)
+    envs.async_reset(seed=0)
+    ids = envs.recv()[-1]
+    victim = 1 - int(ids[0]) // 2
+    os.kill(internals.worker_pids(envs)[victim], signal.SIGKILL)
+    start = time.monotonic()
+    with pytest.raises(WorkerError, match="SIGKILL") as info:
+        while time.monotonic() - start < 5.0:
+            envs.send(np.zeros(2, np.int64), ids)
+            ids = envs.recv()[-1]
+    assert time.monotonic() - start < 1.5
+    assert info.value.exitcode == -signal.SIGKILL
+
+
+def test_restart_in_async_mode(make_subproc):
+    fns = make_fns(RaisingEnv, 4, per_env={"faulty": [False, False, True, False]}, raise_at=2)
+    envs = make_subproc(fns, num_workers=2, batch_size=2, on_worker_failure="restart")
+    envs.async_reset(seed=0)
+    restarted = False
+    start = time.monotonic()
+    while not restarted and time.monotonic() - start < 10.0:
+        obs, rew, term, trunc, infos, ids = envs.recv()
+        if "worker_restarted" in infos:
+            restarted = True
+            assert list(ids) == [2, 3]
+            assert trunc.all() and not term.any() and (rew == 0).all()
+            assert infos["_worker_restarted"].all()
+        envs.send(np.zeros(2, np.int64), ids)
+    assert restarted
+
+
+def test_timeout_in_async_mode(make_subproc):
+    fns = make_fns(HangingEnv, 4, per_env={"faulty": [False, False, False, True]}, hang_at=1)
+    envs = make_subproc(fns, num_workers=2, batch_size=2, timeout=0.5)
+    envs.async_reset(seed=0)
+    start = time.monotonic()
+    with pytest.raises(WorkerTimeout):
+        # The healthy worker keeps batches coming; the hung one must still be reported.
+        while time.monotonic() - start < 5.0:
+            ids = envs.recv()[-1]
+            envs.send(np.zeros(2, np.int64), ids)
+    assert time.monotonic() - start < 1.5
+    closing = time.monotonic()
+    envs.close()
+    assert time.monotonic() - closing < 4.0
 
 
 # ---------------------------------------------------------------------------
