@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import time
 
+import gymnasium as gym
 import numpy as np
 import pytest
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
@@ -20,6 +21,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from tests.backends import ASYNC, SUBPROCESS_BACKENDS, SYNC, is_gymnasium, skip_async
 from tests.compare import assert_obs_equal, assert_tree_equal, check_attributes, check_tiling
 from tests.envs import (
+    ActionEchoEnv,
     CountingEnv,
     DictCountingEnv,
     PaddedObsEnv,
@@ -208,6 +210,28 @@ def test_actions_as_a_list(make_envs):
     vec.reset(seed=0)
     _, rewards, *_ = vec.step([1, 0, 3, 2, 2, 1])
     assert_tree_equal(rewards, np.array([1.0, 0.0, 3.0, 2.0, 2.0, 1.0]), "rewards")
+
+
+@pytest.mark.fastvec_only
+def test_float64_actions_for_a_float32_box_are_converted(make_envs):
+    space = gym.spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+    vec = make_envs(make_fns(ActionEchoEnv, 4, action_space=space))
+    vec.reset(seed=0)
+    actions = np.array([[0.1, -0.2], [0.3, 0.7], [1 / 3, -1 / 7], [0.9, -0.5]],
+                       dtype=np.float64)
+    vec.step(actions)
+    received = vec.get_attr("last_action")
+    for i, action in enumerate(received):
+        assert_tree_equal(np.asarray(action), actions[i].astype(np.float32), f"action of env {i}")
+
+
+def test_box_actions_out_of_bounds_are_passed_through(make_envs):
+    space = gym.spaces.Box(-1.0, 1.0, shape=(2,), dtype=np.float32)
+    vec = make_envs(make_fns(ActionEchoEnv, 4, action_space=space))
+    vec.reset(seed=0)
+    actions = np.array([[5.0, -7.5], [1.5, 0.0], [-1.0, 2.0], [0.5, 0.5]], dtype=np.float32)
+    obs, *_ = vec.step(actions)
+    assert_tree_equal(obs, actions.astype(np.float64), "obs (the actions the envs got)")
 
 
 def test_copy_true_returns_fresh_observations(make_envs):
