@@ -81,10 +81,11 @@ class ProcessPool(Pool):
         self.hello = hellos[0]
         expected = (self.hello.observation_space, self.hello.action_space)
         spaces = [pair for hello in hellos for pair in hello.env_spaces]
-        for index, (env_obs, env_act) in enumerate(spaces):
+        first = self.bounds[0][0]
+        for index, (env_obs, env_act) in enumerate(spaces, start=first):
             if env_obs != expected[0] or env_act != expected[1]:
                 raise ValueError(f"env {index} has spaces ({env_obs}, {env_act}); expected "
-                                 f"({expected[0]}, {expected[1]}) as env 0")
+                                 f"({expected[0]}, {expected[1]}) as env {first}")
 
     @property
     def pids(self) -> list[int | None]:

@@ -3,7 +3,9 @@
 ``BACKENDS``: ``"sync"`` (``SyncVecEnv``), ``"subproc"`` (``SubprocVecEnv``) and
 ``"subproc-async"`` (``SubprocVecEnv`` with ``batch_size`` half of ``num_envs``,
 driven through :class:`FullBatches`, so that the full-batch contract tests run
-against ``async_reset`` / ``recv`` / ``send``).  ``tests/conftest.py`` turns them
+against ``async_reset`` / ``recv`` / ``send``) and ``"subproc-local"``
+(``SubprocVecEnv(local_block=True)``: the first block steps in the trainer's
+process, up to 2 workers the rest; it needs at least 2 envs).  ``tests/conftest.py`` turns them
 into the ``backend`` fixture and ``make_envs``; with ``--impl gymnasium`` the
 subprocess backends are Gymnasium's ``AsyncVectorEnv`` (async batches are skipped:
 Gymnasium has none).
@@ -33,6 +35,7 @@ from gymnasium import spaces
 __all__ = [
     "ASYNC",
     "BACKENDS",
+    "LOCAL",
     "SUBPROCESS_BACKENDS",
     "FullBatches",
     "is_gymnasium",
@@ -43,9 +46,9 @@ __all__ = [
     "skip_async",
 ]
 
-SYNC, SUBPROC, ASYNC = "sync", "subproc", "subproc-async"
-BACKENDS = (SYNC, SUBPROC, ASYNC)
-SUBPROCESS_BACKENDS = (SUBPROC, ASYNC)
+SYNC, SUBPROC, ASYNC, LOCAL = "sync", "subproc", "subproc-async", "subproc-local"
+BACKENDS = (SYNC, SUBPROC, ASYNC, LOCAL)
+SUBPROCESS_BACKENDS = (SUBPROC, ASYNC, LOCAL)
 CONTEXT = "fork"
 SUBPROC_WORKERS = 4
 
@@ -82,7 +85,12 @@ def make(impl: Any, backend: str, env_fns: Sequence[Callable[[], gym.Env]],
         raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
     kwargs.setdefault("context", CONTEXT)
     n = len(env_fns)
-    if backend == SUBPROC or n == 0:
+    if backend == LOCAL and n >= 2:
+        kwargs.setdefault("num_workers", min(2, n - 1))
+        return impl.SubprocVecEnv(env_fns, local_block=True, **kwargs)
+    if backend == LOCAL and n == 1:
+        pytest.skip("a local block needs at least 2 envs (one block here, one in a worker)")
+    if backend in (SUBPROC, LOCAL) or n == 0:
         if n:
             kwargs.setdefault("num_workers", min(SUBPROC_WORKERS, n))
         return impl.SubprocVecEnv(env_fns, **kwargs)

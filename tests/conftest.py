@@ -81,8 +81,9 @@ def _gymnasium_async(
     on_worker_failure: str = "raise",
     episode_statistics: bool = False,
     batch_size: int | None = None,
+    local_block: bool = False,
 ) -> AsyncVectorEnv:
-    # One process per env: num_workers has no counterpart and is ignored.
+    # One process per env: num_workers and local_block have no counterpart: ignored.
     if batch_size not in (None, len(env_fns)):
         pytest.skip("async batches are fastvec-only; --impl gymnasium")
     if episode_statistics or timeout is not None or on_worker_failure != "raise":

@@ -18,7 +18,7 @@ import pytest
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 from gymnasium.vector import AutoresetMode, VectorEnv
 
-from tests.backends import ASYNC, SUBPROCESS_BACKENDS, SYNC, is_gymnasium, skip_async
+from tests.backends import ASYNC, LOCAL, SUBPROCESS_BACKENDS, SYNC, is_gymnasium, skip_async
 from tests.compare import assert_obs_equal, assert_tree_equal, check_attributes, check_tiling
 from tests.envs import (
     ActionEchoEnv,
@@ -415,7 +415,7 @@ def test_call_each_runs_a_function_on_chosen_envs(backend, impl, make_envs):
     assert vec.call_each(lambda env: env.env_id * 10, indices=[5, 0, 2]) == (50, 0, 20)
     assert vec.call_each(lambda env: env.env_id, indices=3) == (3,)
     pids = vec.call_each(lambda env: os.getpid())
-    assert (os.getpid() in pids) == (backend == SYNC)
+    assert (os.getpid() in pids) == (backend in (SYNC, LOCAL))  # envs in this process
     for bad in ([N], [-1], [1, 1], ["0"]):
         with pytest.raises(ValueError, match="env indices"):
             vec.call_each(len, indices=bad)

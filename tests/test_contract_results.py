@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import backends
-from tests.backends import ASYNC, SUBPROC, SYNC
+from tests.backends import ASYNC, LOCAL, SUBPROC, SYNC
 from tests.cases import ENV_CASES, MODES
 from tests.compare import (
     assert_obs_equal,
@@ -57,6 +57,8 @@ def shared_out(cases: list[str], modes: list[AutoresetMode], copies=(True, False
             copy = copies[(c + m + 1) % len(copies)]
             if (c + m) % 3 == 0 and ENV_CASES[case].async_batches:
                 params.append(backends.param(ASYNC, case, mode, copy, id=pid(case, mode, copy)))
+            if (c + m) % 3 == 1:
+                params.append(backends.param(LOCAL, case, mode, copy, id=pid(case, mode, copy)))
     return params
 
 
@@ -188,7 +190,7 @@ def wrapper_modes(name: str) -> list[AutoresetMode]:
 WRAPPER_PARAMS = [
     backends.param(backend, name, mode, id=f"{name}-{mode.value}")
     for k, (name, mode) in enumerate((n, m) for n in WRAPPERS for m in wrapper_modes(n))
-    for backend in (SYNC, (SUBPROC, ASYNC)[k % 2])  # the subprocess backends take turns
+    for backend in (SYNC, (SUBPROC, ASYNC, LOCAL)[k % 3])  # the subprocess backends take turns
 ]
 
 
@@ -225,8 +227,8 @@ EPISODE_STAT_PARAMS = [
     backends.param(backend, case, mode, id=f"{case}-{mode.value}")
     for c, case in enumerate(EPISODE_STAT_CASES)
     for m, mode in enumerate(MODES)
-    for backend in (SYNC, SUBPROC, ASYNC)
-    if backend != ASYNC or (c + m) % 3 == 0
+    for backend in (SYNC, SUBPROC, ASYNC, LOCAL)
+    if (backend != ASYNC or (c + m) % 3 == 0) and (backend != LOCAL or (c + m) % 3 == 1)
 ]
 
 
@@ -326,7 +328,7 @@ nested_spaces = st.recursive(
     ),
     max_leaves=8,
 )
-EXAMPLES = {SYNC: 40, SUBPROC: 12, ASYNC: 12}  # worker processes start for each example
+EXAMPLES = {SYNC: 40, SUBPROC: 12, ASYNC: 12, LOCAL: 12}  # worker processes start for each example
 
 
 def test_parity_over_random_nested_spaces(backend, vec_envs):
