@@ -73,6 +73,7 @@ class AsyncBatches:
         self.in_flight = np.zeros(n, dtype=np.bool_)
         self.held = np.zeros(n, dtype=np.bool_)
         self.resetting = np.zeros(n, dtype=np.bool_)  # in flight: a reset
+        self.any_in_flight = False  # after the last recv()
         self.block_size = self.num_envs // n
         self.checkers: dict[int, ActionChecker] = {}
         self.sent_ids: np.ndarray | None = None  # the last batch recv() returned ...
@@ -119,6 +120,7 @@ class AsyncBatches:
         want = min(self.batch_size // self.block_size, len(flying))
         chosen, entries = self.pool.collect(flying, "a batch", want)
         self.in_flight[chosen] = False
+        self.any_in_flight = len(chosen) < len(flying)
         self.held[chosen] = True
         if chosen[-1] - chosen[0] == len(chosen) - 1:  # neighbouring blocks: one slice
             start, stop = self.bounds[chosen[0]][0], self.bounds[chosen[-1]][1]

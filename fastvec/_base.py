@@ -31,6 +31,7 @@ from fastvec._pool import Pool
 
 __all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
 
+_RECV_SEND = ("recv", "send")
 _MODE_CODES = {
     AutoresetMode.NEXT_STEP: Autoreset.NEXT_STEP,
     AutoresetMode.SAME_STEP: Autoreset.SAME_STEP,
@@ -142,10 +143,12 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
     def _enter(self, call: str) -> None:
         """The guard every public method passes: the call state, then the pool's health."""
         state = self._state
-        # The calls of an ordinary step loop pass without further checks.
+        # The calls of an ordinary step loop pass without further checks (recv and send
+        # check which envs are in flight themselves).
         if not ((state is CallState.IDLE and call != "step_wait"
                  and self.batch_size == self.num_envs)
-                or (state is CallState.WAITING_STEP and call == "step_wait")):
+                or (state is CallState.WAITING_STEP and call == "step_wait")
+                or (call in _RECV_SEND and state is not CallState.CLOSED)):
             async_only = None if self.batch_size == self.num_envs else (
                 f"batch_size={self.batch_size} < num_envs={self.num_envs}")
             check_call(state, call, type(self).__name__, async_only)
@@ -251,8 +254,9 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
             (array([1., 1.]), array([False, False]), {})
             >>> envs.close()
         """
-        self.step_async(actions)
-        return self.step_wait()
+        self._enter("step_async")
+        self._post_step(actions)
+        return self._finish_step()
 
     def step_async(self, actions: Any) -> None:
         """Check ``actions`` and start a step; finish it with :meth:`step_wait`.
@@ -275,6 +279,10 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
             AlreadyPendingCallError: A step is already pending (it is kept).
         """
         self._enter("step_async")
+        self._post_step(actions)
+        self._state = CallState.WAITING_STEP
+
+    def _post_step(self, actions: Any) -> None:
         checked = self._actions.check(actions)
         needs_reset = self._buffers.needs_reset
         if self._mode_code == Autoreset.DISABLED and needs_reset.any():
@@ -284,7 +292,6 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
                 "with reset(options={'reset_mask': mask}) before stepping")
         assert self._pool is not None  # set in __init__
         self._pool.post_step(self._all_blocks, checked, self._actions)
-        self._state = CallState.WAITING_STEP
 
     def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Finish the step started by :meth:`step_async` and return its batch.
@@ -308,6 +315,9 @@ class BatchedVecEnv(EnvCalls, VectorEnv):
         """
         self._enter("step_wait")
         self._state = CallState.IDLE
+        return self._finish_step()
+
+    def _finish_step(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         assert self._pool is not None  # set in __init__
         _, entries = self._pool.collect(self._all_blocks, "a step")
         infos = self._pool.batch_infos(entries, self.num_envs) if entries else {}

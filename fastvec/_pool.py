@@ -129,6 +129,16 @@ class Pool:
     def settle(self, replies: dict[int, Any], restart_truncates: bool
                ) -> tuple[list[int], Entries]:
         """Apply the failure policy to replies that are exceptions; ``collect``'s result."""
+        blocks = sorted(replies)
+        entries: Entries = []
+        for b in blocks:  # the common case: no failure, and mostly no infos
+            reply = replies[b]
+            if isinstance(reply, BaseException):
+                break
+            if reply:
+                entries += reply
+        else:
+            return blocks, entries
         failures = {b: r for b, r in sorted(replies.items()) if isinstance(r, BaseException)}
         for exc in failures.values():  # the lowest env's first, whichever finished first
             if isinstance(exc, ObservationError) or self.on_failure == "raise":
@@ -136,7 +146,6 @@ class Pool:
                 raise exc
         for b in failures:
             replies[b] = self.restart(b, restart_truncates)
-        blocks = sorted(replies)
         return blocks, [entry for b in blocks for entry in replies[b]]
 
     def restart(self, b: int, truncate: bool) -> Entries:
@@ -184,7 +193,9 @@ class LocalBlock:
         if self.fresh_rows:  # new rows; a masked reset keeps the other envs' records
             rows = self.buffers.obs.before_write(keep=not stepping and pending[2] is not None)
             assert rows is not None
-            self.block.set_rows(rows[self.start:self.start + len(self.envs)])
+            if self.start or len(rows) != len(self.envs):
+                rows = rows[self.start:self.start + len(self.envs)]
+            self.block.set_rows(rows)
         entries = self.block.step(pending[0]) if stepping else self.block.reset(*pending)
         if self.objects is not None:
             self.buffers.obs.receive(self.start, self.objects)

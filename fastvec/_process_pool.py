@@ -181,7 +181,9 @@ class ProcessPool(Pool):
         """``collect`` before the failure policy: each block's entries, or its exception."""
         replies = self._collect(blocks, what, want)
         for w, reply in replies.items():
-            if not isinstance(reply, BaseException):
+            if reply is None:
+                replies[w] = []
+            elif not isinstance(reply, BaseException):
                 replies[w] = self._entries(w, reply)
         return replies
 

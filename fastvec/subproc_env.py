@@ -178,7 +178,7 @@ class SubprocVecEnv(BatchedVecEnv):
         """
         self._enter("recv")
         batch = self._batches.recv()
-        if not self._batches.in_flight.any():
+        if not self._batches.any_in_flight:
             self._state = CallState.IDLE
         return batch
 
