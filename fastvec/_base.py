@@ -69,7 +69,7 @@ def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
                      f"(or 'next_step', 'same_step', 'disabled'), got {mode!r}")
 
 
-class BatchedVecEnv(EnvCalls, VectorEnv):
+class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: tuples
     """Base of fastvec's vector envs (not used directly).
 
     Implements Gymnasium's ``VectorEnv`` API for :class:`fastvec.SyncVecEnv` and

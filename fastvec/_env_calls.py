@@ -15,6 +15,7 @@ from functools import partial
 from typing import Any
 
 import gymnasium as gym
+import numpy as np
 
 __all__ = ["EnvCalls", "call_env", "render_env", "set_env_attr"]
 
@@ -48,6 +49,16 @@ class EnvCalls:
         """
         raise NotImplementedError
 
+    @property
+    def np_random_seed(self) -> tuple[int | None, ...]:
+        """Each env's ``np_random_seed``, as Gymnasium's vector envs give them."""
+        return self.get_attr("np_random_seed")
+
+    @property
+    def np_random(self) -> tuple[np.random.Generator, ...]:
+        """Each env's random generator (from a worker: a copy), as Gymnasium gives them."""
+        return self.get_attr("np_random")
+
     def call(self, name: str, *args: Any, **kwargs: Any) -> tuple[Any, ...]:
         """Call method ``name`` of every env (or read attribute ``name``).
 
@@ -69,6 +80,7 @@ class EnvCalls:
 
         Example:
             >>> import gymnasium as gym
+import numpy as np
             >>> from fastvec import SyncVecEnv
             >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
             >>> envs.call("get_wrapper_attr", "spec")[0].id
@@ -95,6 +107,7 @@ class EnvCalls:
 
         Example:
             >>> import gymnasium as gym
+import numpy as np
             >>> from fastvec import SyncVecEnv
             >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 3)
             >>> envs.call_each(lambda env: env.spec.id, indices=[2])
@@ -119,6 +132,7 @@ class EnvCalls:
 
         Example:
             >>> import gymnasium as gym
+import numpy as np
             >>> from fastvec import SyncVecEnv
             >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
             >>> envs.get_attr("gravity")
@@ -143,6 +157,7 @@ class EnvCalls:
 
         Example:
             >>> import gymnasium as gym
+import numpy as np
             >>> from fastvec import SyncVecEnv
             >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
             >>> envs.set_attr("gravity", [9.8, 1.6])

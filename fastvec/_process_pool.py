@@ -39,7 +39,7 @@ from fastvec._protocol import (
 )
 from fastvec._shared_infos import INFO_BYTES, InfoReader
 from fastvec._shm import SharedBlock, plan_block
-from fastvec.errors import ObservationError, WorkerError, WorkerTimeout
+from fastvec.errors import ObservationError, SpacesMismatchError, WorkerError, WorkerTimeout
 
 __all__ = ["ProcessPool"]
 
@@ -84,7 +84,7 @@ class ProcessPool(Pool):
         first = self.bounds[0][0]
         for index, (env_obs, env_act) in enumerate(spaces, start=first):
             if env_obs != expected[0] or env_act != expected[1]:
-                raise ValueError(f"env {index} has spaces ({env_obs}, {env_act}); expected "
+                raise SpacesMismatchError(f"env {index} has spaces ({env_obs}, {env_act}); expected "
                                  f"({expected[0]}, {expected[1]}) as env {first}")
 
     @property

@@ -24,7 +24,7 @@ from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
 from fastvec._pool import Entries, LocalBlock, Pool
 from fastvec._process_pool import ProcessPool
-from fastvec.errors import ObservationError, WorkerError
+from fastvec.errors import ObservationError, SpacesMismatchError, WorkerError
 
 __all__ = ["TrainerBlockPool"]
 
@@ -46,7 +46,7 @@ class TrainerBlockPool(Pool):
         expected = (workers.hello.observation_space, workers.hello.action_space)
         for index, env in enumerate(self.envs):
             if (env.observation_space, env.action_space) != expected:
-                raise ValueError(f"env {index} has spaces ({env.observation_space}, "
+                raise SpacesMismatchError(f"env {index} has spaces ({env.observation_space}, "
                                  f"{env.action_space}); expected ({expected[0]}, "
                                  f"{expected[1]}) as env {stop}")
 

@@ -26,6 +26,7 @@ __all__ = [
     "NoAsyncCallError",
     "ObjectSpaceWarning",
     "ObservationError",
+    "SpacesMismatchError",
     "WorkerError",
     "WorkerTimeout",
 ]
@@ -143,6 +144,14 @@ class ObservationError(FastVecError, ValueError):
     """An env returned an observation that does not fit its observation space.
 
     Also a ``ValueError``.  The message names the env index and the leaf
-    (``obs["image"]``), with the shape or dtype found and expected.  Python scalars
-    may take any cast that keeps their value; arrays only safe casts.
+    (``obs["image"]``), with the shape or dtype found and expected.  What Gymnasium's
+    own batching accepts is accepted (same-kind casts, array-likes).
+    """
+
+
+class SpacesMismatchError(FastVecError, ValueError, RuntimeError):
+    """The envs' observation or action spaces differ; the message names the env.
+
+    A ``ValueError`` (fastvec's rule for a wrong argument) and a ``RuntimeError``
+    (what Gymnasium's vector envs raise here), so code written for either catches it.
     """

@@ -11,6 +11,7 @@ from fastvec._base import BatchedVecEnv
 from fastvec._buffers import Buffers
 from fastvec._obs_store import make_obs_store
 from fastvec._pool import LocalPool
+from fastvec.errors import SpacesMismatchError
 
 __all__ = ["SyncVecEnv"]
 
@@ -67,10 +68,10 @@ class SyncVecEnv(BatchedVecEnv):
         first = self.envs[0]
         for index, env in enumerate(self.envs[1:], start=1):
             if env.observation_space != first.observation_space:
-                raise ValueError(f"env {index} has observation space {env.observation_space}, "
+                raise SpacesMismatchError(f"env {index} has observation space {env.observation_space}, "
                                  f"expected {first.observation_space} (as env 0)")
             if env.action_space != first.action_space:
-                raise ValueError(f"env {index} has action space {env.action_space}, "
+                raise SpacesMismatchError(f"env {index} has action space {env.action_space}, "
                                  f"expected {first.action_space} (as env 0)")
         self._setup(len(self.envs), first.observation_space, first.action_space,
                     first.metadata, first.render_mode, autoreset_mode, copy,

@@ -146,6 +146,8 @@ class FullBatches(gym.vector.VectorEnv):
     render_mode = property(lambda self: self.inner.render_mode)  # type: ignore[assignment]
     spec = property(lambda self: self.inner.spec)  # type: ignore[assignment]
     closed = property(lambda self: self.inner.closed)  # type: ignore[assignment]
+    np_random_seed = property(lambda self: self.inner.np_random_seed)  # type: ignore[assignment]
+    np_random = property(lambda self: self.inner.np_random)  # type: ignore[assignment]
 
     def reset(self, *, seed: Any = None, options: dict | None = None) -> tuple[Any, dict]:
         mask = None if options is None else options.get("reset_mask")

@@ -101,6 +101,15 @@ def test_int_seed_seeds_env_i_with_seed_plus_i(make_envs):
     assert vec.get_attr("np_random_seed") == tuple(range(42, 42 + N))
 
 
+def test_np_random_seed_and_np_random_are_per_env_as_gymnasiums(make_envs, make_ref):
+    vec, ref = make_envs(make_fns(CountingEnv, N)), make_ref(make_fns(CountingEnv, N))
+    vec.reset(seed=7)
+    ref.reset(seed=7)
+    assert vec.np_random_seed == ref.np_random_seed == tuple(range(7, 7 + N))
+    draws = [g.integers(1 << 30) for g in vec.np_random]
+    assert draws == [g.integers(1 << 30) for g in ref.np_random]
+
+
 def test_list_of_seeds(make_envs, make_ref):
     fns = make_fns(SyntheticEnv, N, layout="tuple")
     vec, ref = make_envs(fns), make_ref(fns)
