@@ -603,3 +603,23 @@ def test_sigkill_of_the_trainer_leaves_no_process_and_no_shared_memory(context):
         f"{pid}: {kinds[pid]}" for pid in left)
     new_shm = leaks.wait_shm_released(shm_before, 1.0)
     assert not new_shm, f"new in /dev/shm: {sorted(new_shm)}"
+
+
+@pytest.mark.crash
+@pytest.mark.parametrize("context", CONTEXTS)
+def test_sigterm_to_the_trainer_leaves_nothing_and_no_worker_tracebacks(context):
+    """A cluster scheduler's SIGTERM: the trainer ends, and so does everything it started."""
+    shm_before = leaks.shm_entries()
+    with trainer(context) as (proc, workers, family):
+        proc.terminate()
+        try:
+            _, err_bytes = proc.communicate(timeout=5.0)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the trainer did not exit within 5 s of SIGTERM")
+        left = wait_gone(family, GONE_SECONDS)
+    assert proc.returncode == -signal.SIGTERM
+    err = err_bytes.decode(errors="replace")
+    assert "Traceback" not in err and "fastvec-worker" not in err, err
+    assert not left, "still running after SIGTERM:\n" + "\n".join(
+        f"{pid}: {cmdline(pid)}" for pid in left)
+    assert not leaks.wait_shm_released(shm_before, 1.0)
