@@ -358,8 +358,14 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         """
         pending = self._pending_blocks()
         pool, self._pool = self._pool, None
+        self._forget_buffers()
         if pool is not None:
             pool.close(timeout, terminate, pending)
+
+    def _forget_buffers(self) -> None:
+        """Drop this env's views of the batch, so that shared memory is unmapped at once."""
+        for name in ("_buffers", "layout"):
+            self.__dict__.pop(name, None)
 
     def _pending_blocks(self) -> list[int]:
         """Blocks with a command in flight (a pending ``step_async``)."""

@@ -116,25 +116,24 @@ class _NotFlat(Exception):
 def batch_views(layout: Layout, rows: np.ndarray) -> Any:
     """Gymnasium's batched structure of ``rows`` (n, record_size) as zero-copy views."""
     n = rows.shape[0]
-    record = rows.strides[0]
-    if isinstance(layout.template, int) and layout.leaves[0].nbytes == record:
+    if isinstance(layout.template, int) and layout.leaves[0].nbytes == rows.strides[0]:
         leaf = layout.leaves[0]  # one leaf filling the record: a plain reshape
         return rows.view(leaf.dtype).reshape((n, *leaf.shape))
+    return _build_views(layout.template, layout.leaves, rows)
 
-    def view(leaf: Leaf) -> np.ndarray:
-        return np.ndarray(
-            (n, *leaf.shape), leaf.dtype, buffer=rows, offset=leaf.offset,
-            strides=(record, *leaf.strides),
-        )
 
-    def build(node: Template) -> Any:
-        if isinstance(node, int):
-            return view(layout.leaves[node])
-        if node[0] == "dict":
-            return {key: build(child) for key, child in zip(node[1], node[2], strict=True)}
-        return tuple(build(child) for child in node[1])
-
-    return build(layout.template)
+def _build_views(node: Template, leaves: tuple[Leaf, ...], rows: np.ndarray) -> Any:
+    # A plain recursive function, not a closure over ``rows``: a closure that calls
+    # itself is a reference cycle, which would keep ``rows`` (and a shared-memory
+    # mapping under it) alive until the garbage collector runs.
+    if isinstance(node, int):
+        leaf = leaves[node]
+        return np.ndarray((rows.shape[0], *leaf.shape), leaf.dtype, buffer=rows,
+                          offset=leaf.offset, strides=(rows.strides[0], *leaf.strides))
+    if node[0] == "dict":
+        return {key: _build_views(child, leaves, rows)
+                for key, child in zip(node[1], node[2], strict=True)}
+    return tuple(_build_views(child, leaves, rows) for child in node[1])
 
 
 def copy_tree(node: Any) -> Any:

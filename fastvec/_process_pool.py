@@ -373,6 +373,10 @@ class ProcessPool(Pool):
             if pending and timeout is not None and self.broken is None:
                 self._drain(workers, pending, start + timeout)
             self._stop(workers, start, timeout)
+        # Views of the shared block keep its mapping (and a descriptor) alive: drop
+        # ours, so it is unmapped now rather than when the garbage collector runs.
+        for name in ("buffers", "infos", "_action_views", "_barrier"):
+            self.__dict__.pop(name, None)
         if self._shared is not None:
             self._shared.close()
             self._shared = None

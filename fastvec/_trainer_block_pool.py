@@ -199,6 +199,8 @@ class TrainerBlockPool(Pool):
 
     def close(self, timeout: float | None = None, terminate: bool = False,
               pending: Sequence[int] = ()) -> None:
+        for name in ("local", "buffers"):  # views of the workers' shared block
+            self.__dict__.pop(name, None)
         self.workers.close(timeout, terminate, [b - 1 for b in pending if b])
         if not terminate:
             for env in getattr(self, "envs", []):

@@ -211,6 +211,10 @@ class SubprocVecEnv(BatchedVecEnv):
         _LIVE.discard(self)
         super().close_extras(timeout, terminate, **kwargs)
 
+    def _forget_buffers(self) -> None:
+        super()._forget_buffers()
+        self.__dict__.pop("_batches", None)
+
     def __del__(self) -> None:
         if not getattr(self, "closed", True):
             self.close()
