@@ -10,7 +10,6 @@ the pool's control calls.
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Callable
 from typing import Any
 
@@ -20,11 +19,11 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from fastvec._actions import ActionChecker
+from fastvec._arguments import mode_code, parse_autoreset_mode, reset_args
 from fastvec._buffers import Buffers
 from fastvec._call_state import CallState, check_call
 from fastvec._env_calls import EnvCalls
 from fastvec._episode_stats import EpisodeStats
-from fastvec._kernels.infos import batch_infos
 from fastvec._kernels.stepping import Autoreset
 from fastvec._layout import Layout
 from fastvec._pool import Pool
@@ -32,41 +31,6 @@ from fastvec._pool import Pool
 __all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
 
 _RECV_SEND = ("recv", "send")
-_MODE_CODES = {
-    AutoresetMode.NEXT_STEP: Autoreset.NEXT_STEP,
-    AutoresetMode.SAME_STEP: Autoreset.SAME_STEP,
-    AutoresetMode.DISABLED: Autoreset.DISABLED,
-}
-
-
-def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
-    """``AutoresetMode`` from the enum, its value (``"NextStep"``) or name (``"next_step"``).
-
-    Args:
-        mode: An ``AutoresetMode``, or a string naming one; case and underscores
-            do not matter.
-
-    Returns:
-        The ``AutoresetMode``.
-
-    Raises:
-        ValueError: ``mode`` names no mode (the message lists the accepted ones).
-
-    Example:
-        >>> parse_autoreset_mode("same_step")
-        <AutoresetMode.SAME_STEP: 'SameStep'>
-        >>> parse_autoreset_mode("Disabled") is AutoresetMode.DISABLED
-        True
-    """
-    if isinstance(mode, AutoresetMode):
-        return mode
-    key = mode.replace("_", "").lower() if isinstance(mode, str) else None
-    for candidate in AutoresetMode:
-        if key in (candidate.value.lower(), candidate.name.replace("_", "").lower()):
-            return candidate
-    names = [m.value for m in AutoresetMode]
-    raise ValueError(f"expected autoreset_mode to be an AutoresetMode or one of {names} "
-                     f"(or 'next_step', 'same_step', 'disabled'), got {mode!r}")
 
 
 class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: tuples
@@ -110,7 +74,7 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         self.num_envs = num_envs
         self.batch_size = getattr(self, "batch_size", num_envs)
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
-        self._mode_code = int(_MODE_CODES[self.autoreset_mode])
+        self._mode_code = mode_code(self.autoreset_mode)
         self.copy = bool(copy)
         self.episode_statistics = bool(episode_statistics)
         self.metadata = dict(metadata)
@@ -195,11 +159,7 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
             >>> envs.close()
         """
         self._enter("reset")
-        seeds = self._seeds(seed)
-        mask = None
-        if options is not None and "reset_mask" in options:
-            # As Gymnasium does, the mask is taken out of the caller's options dict.
-            mask = self._reset_mask(options.pop("reset_mask"))
+        seeds, mask = self._reset_args(seed, options)
         pool = self._pool
         assert pool is not None  # set in __init__
         blocks = [b for b, (start, stop) in enumerate(pool.bounds)
@@ -375,27 +335,9 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
 
     # -- helpers ---------------------------------------------------------------------
 
-    def _seeds(self, seed: Any) -> list:
-        if seed is None:
-            return [None] * self.num_envs
-        if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
-            return [int(seed) + i for i in range(self.num_envs)]
-        seeds = list(seed)
-        if len(seeds) != self.num_envs:
-            raise ValueError(f"expected an int seed or a list of {self.num_envs} seeds, "
-                             f"got a list of {len(seeds)}")
-        return seeds
-
-    def _reset_mask(self, mask: Any) -> np.ndarray:
-        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
-            raise ValueError("expected options['reset_mask'] to be a numpy bool array, got "
-                             f"{getattr(mask, 'dtype', type(mask).__name__)}")
-        if mask.shape != (self.num_envs,):
-            raise ValueError(f"expected options['reset_mask'] of shape ({self.num_envs},), "
-                             f"got {mask.shape}")
-        if not mask.any():
-            raise ValueError("expected options['reset_mask'] to select at least one env")
-        return mask
+    def _reset_args(self, seed: Any, options: dict | None) -> tuple[list, np.ndarray | None]:
+        """Per-env seeds, and the reset mask taken out of ``options`` (as Gymnasium does)."""
+        return reset_args(seed, options, self.num_envs)
 
     def __enter__(self) -> BatchedVecEnv:
         return self

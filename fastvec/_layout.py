@@ -18,7 +18,7 @@ from gymnasium import spaces
 
 from fastvec._kernels.flatten import FieldTable
 
-__all__ = ["Layout", "Leaf", "batch_views", "copy_tree", "layout_of", "leaf_name"]
+__all__ = ["Layout", "Leaf", "batch_views", "copy_into", "copy_tree", "layout_of", "leaf_name"]
 
 MIN_ALIGN = 8  # every leaf starts on at least an 8-byte boundary
 
@@ -143,3 +143,20 @@ def copy_tree(node: Any) -> Any:
     if isinstance(node, tuple):
         return tuple(copy_tree(value) for value in node)
     return node.copy()
+
+
+def copy_into(views: Any, batch: Any, rows: np.ndarray | None = None) -> None:
+    """Copy a batch (dicts, tuples, arrays) into views of the same structure.
+
+    With ``rows``, the batch's entries go to those rows of the views, in order.
+    """
+    if isinstance(views, dict):
+        for key, view in views.items():
+            copy_into(view, batch[key], rows)
+    elif isinstance(views, tuple):
+        for view, part in zip(views, batch, strict=True):
+            copy_into(view, part, rows)
+    elif rows is None:
+        np.copyto(views, batch)
+    else:
+        views[rows] = batch

@@ -19,7 +19,7 @@ import numpy as np
 from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
 from fastvec._kernels.barrier import Barrier, barrier_nbytes
-from fastvec._layout import batch_views, layout_of
+from fastvec._layout import batch_views, copy_into, layout_of
 from fastvec._obs_store import make_obs_store
 from fastvec._pool import Entries, Pool
 from fastvec._procs import SLICE_SECONDS, RemoteTraceback, WorkerProcess, send_all
@@ -27,7 +27,6 @@ from fastvec._protocol import (
     Attach,
     BlockReply,
     Command,
-    ControlReply,
     ControlRequest,
     ErrorReport,
     Hello,
@@ -157,7 +156,7 @@ class ProcessPool(Pool):
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
         if self._action_views is not None:
-            _copy_into(self._action_views, actions, env_ids)
+            copy_into(self._action_views, actions, env_ids)
         else:
             per_env = checker.split(actions)
             by_env: Any = per_env if env_ids is None else dict(zip(env_ids.tolist(), per_env))
@@ -402,17 +401,3 @@ class ProcessPool(Pool):
         deadline = time.monotonic() + grace
         for worker in workers:
             worker.stop(deadline - time.monotonic())
-
-
-def _copy_into(views: Any, batch: Any, env_ids: np.ndarray | None = None) -> None:
-    """Copy a checked action batch into the shared action views (rows ``env_ids``)."""
-    if isinstance(views, dict):
-        for key, view in views.items():
-            _copy_into(view, batch[key], env_ids)
-    elif isinstance(views, tuple):
-        for view, part in zip(views, batch, strict=True):
-            _copy_into(view, part, env_ids)
-    elif env_ids is None:
-        np.copyto(views, batch)
-    else:
-        views[env_ids] = batch

@@ -153,10 +153,7 @@ class SubprocVecEnv(BatchedVecEnv):
             ValueError: the mask selects envs that are in flight.
         """
         self._enter("async_reset")
-        seeds = self._seeds(seed)
-        mask = None
-        if options is not None and "reset_mask" in options:
-            mask = self._reset_mask(options.pop("reset_mask"))
+        seeds, mask = self._reset_args(seed, options)
         self._batches.reset(seeds, options, mask)
         self._state = CallState.IN_FLIGHT
 

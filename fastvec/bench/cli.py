@@ -47,34 +47,19 @@ from gymnasium.vector.utils import batch_space
 
 from fastvec.bench.envs import SPIN_RATE_VAR, WORKLOADS, spin_rate
 from fastvec.bench.report import (
-    BASELINES,
     Cell,
     Cells,
+    Progress,
     format_table,
     loadavg,
     machine_info,
-    ratio,
     write_json,
     write_plot,
 )
-from fastvec.bench.systems import SYSTEMS, Builder, Driver, System, system
+from fastvec.bench.systems import SYSTEMS, Driver
 
-__all__ = [
-    "BASELINES",
-    "SYSTEMS",
-    "Builder",
-    "Cell",
-    "Driver",
-    "System",
-    "format_table",
-    "main",
-    "measure",
-    "ratio",
-    "run",
-    "system",
-    "write_json",
-    "write_plot",
-]
+__all__ = ["main", "measure", "parse_args", "run", "unavailable_reason",
+           "workload_unavailable_reason"]
 
 RESULT_MARK = "fastvec-bench-result:"  # prefix of the child's one line of output
 ACTION_BATCHES = 256  # pre-generated action batches, cycled through
@@ -163,36 +148,6 @@ def _run_child(system: str, workload: str, args: argparse.Namespace) -> dict[str
             return dict(json.loads(line[len(RESULT_MARK) :]))
     lines = proc.stderr.strip().splitlines() or [f"exit code {proc.returncode}, no output"]
     raise RuntimeError(lines[-1])
-
-
-class Progress:
-    """A tqdm bar on a terminal, else one line per measurement on stderr."""
-
-    def __init__(self, total: int) -> None:
-        self.total, self.done, self.bar = total, 0, None
-        if sys.stderr.isatty() and importlib.util.find_spec("tqdm") is not None:
-            from tqdm import tqdm
-
-            self.bar = tqdm(total=total, unit="run", file=sys.stderr, dynamic_ncols=True)
-
-    def start(self, label: str) -> None:
-        """Show what is being measured now."""
-        if self.bar is not None:
-            self.bar.set_description(label)
-
-    def finish(self, label: str, outcome: str) -> None:
-        """Count one measurement (done, failed or skipped)."""
-        self.done += 1
-        if self.bar is not None:
-            self.bar.set_postfix_str(outcome)
-            self.bar.update(1)
-        else:
-            print(f"[{self.done}/{self.total}] {label}: {outcome}", file=sys.stderr, flush=True)
-
-    def close(self) -> None:
-        """Remove the bar."""
-        if self.bar is not None:
-            self.bar.close()
 
 
 def unavailable_reason(name: str) -> str | None:

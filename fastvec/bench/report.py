@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import importlib.util
 import json
 import os
 import platform
@@ -19,6 +20,7 @@ from fastvec.bench.envs import WORKLOADS
 
 __all__ = [
     "BASELINES",
+    "Progress",
     "Cell",
     "Cells",
     "format_table",
@@ -179,3 +181,33 @@ def write_plot(path: str, cells: Cells, workloads: list[str], title: str) -> Non
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
+
+
+class Progress:
+    """A tqdm bar on a terminal, else one line per measurement on stderr."""
+
+    def __init__(self, total: int) -> None:
+        self.total, self.done, self.bar = total, 0, None
+        if sys.stderr.isatty() and importlib.util.find_spec("tqdm") is not None:
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, unit="run", file=sys.stderr, dynamic_ncols=True)
+
+    def start(self, label: str) -> None:
+        """Show what is being measured now."""
+        if self.bar is not None:
+            self.bar.set_description(label)
+
+    def finish(self, label: str, outcome: str) -> None:
+        """Count one measurement (done, failed or skipped)."""
+        self.done += 1
+        if self.bar is not None:
+            self.bar.set_postfix_str(outcome)
+            self.bar.update(1)
+        else:
+            print(f"[{self.done}/{self.total}] {label}: {outcome}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        """Remove the bar."""
+        if self.bar is not None:
+            self.bar.close()

@@ -1,0 +1,91 @@
+"""The arguments of the vector envs' constructors and resets, checked and normalised."""
+
+from __future__ import annotations
+
+import numbers
+from typing import Any
+
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from fastvec._kernels.stepping import Autoreset
+
+__all__ = ["mode_code", "parse_autoreset_mode", "reset_args"]
+
+_MODE_CODES = {
+    AutoresetMode.NEXT_STEP: Autoreset.NEXT_STEP,
+    AutoresetMode.SAME_STEP: Autoreset.SAME_STEP,
+    AutoresetMode.DISABLED: Autoreset.DISABLED,
+}
+
+
+def parse_autoreset_mode(mode: AutoresetMode | str) -> AutoresetMode:
+    """``AutoresetMode`` from the enum, its value (``"NextStep"``) or name (``"next_step"``).
+
+    Args:
+        mode: An ``AutoresetMode``, or a string naming one; case and underscores
+            do not matter.
+
+    Returns:
+        The ``AutoresetMode``.
+
+    Raises:
+        ValueError: ``mode`` names no mode (the message lists the accepted ones).
+
+    Example:
+        >>> parse_autoreset_mode("same_step")
+        <AutoresetMode.SAME_STEP: 'SameStep'>
+        >>> parse_autoreset_mode("Disabled") is AutoresetMode.DISABLED
+        True
+    """
+    if isinstance(mode, AutoresetMode):
+        return mode
+    key = mode.replace("_", "").lower() if isinstance(mode, str) else None
+    for candidate in AutoresetMode:
+        if key in (candidate.value.lower(), candidate.name.replace("_", "").lower()):
+            return candidate
+    names = [m.value for m in AutoresetMode]
+    raise ValueError(f"expected autoreset_mode to be an AutoresetMode or one of {names} "
+                     f"(or 'next_step', 'same_step', 'disabled'), got {mode!r}")
+
+
+def mode_code(mode: AutoresetMode) -> int:
+    """The compiled kernels' code of an ``AutoresetMode``."""
+    return int(_MODE_CODES[mode])
+
+
+def reset_args(seed: Any, options: dict | None, num_envs: int
+               ) -> tuple[list, np.ndarray | None]:
+    """Per-env seeds of ``seed``, and ``options["reset_mask"]`` checked (None if absent).
+
+    As Gymnasium does, the mask is taken out of the caller's ``options`` dict.
+    """
+    seeds = _seeds(seed, num_envs)
+    mask = None
+    if options is not None and "reset_mask" in options:
+        mask = _reset_mask(options.pop("reset_mask"), num_envs)
+    return seeds, mask
+
+
+def _seeds(seed: Any, num_envs: int) -> list:
+    if seed is None:
+        return [None] * num_envs
+    if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
+        return [int(seed) + i for i in range(num_envs)]
+    seeds = list(seed)
+    if len(seeds) != num_envs:
+        raise ValueError(f"expected an int seed or a list of {num_envs} seeds, "
+                         f"got a list of {len(seeds)}")
+    return seeds
+
+
+def _reset_mask(mask: Any, num_envs: int) -> np.ndarray:
+    if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+        raise ValueError("expected options['reset_mask'] to be a numpy bool array, got "
+                         f"{getattr(mask, 'dtype', type(mask).__name__)}")
+    if mask.shape != (num_envs,):
+        raise ValueError(f"expected options['reset_mask'] of shape ({num_envs},), "
+                         f"got {mask.shape}")
+    if not mask.any():
+        raise ValueError("expected options['reset_mask'] to select at least one env")
+    return mask
