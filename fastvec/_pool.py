@@ -4,7 +4,7 @@ The envs are split into contiguous blocks (``bounds[b] = (start, stop)``).  A
 vector env posts a command to some blocks and collects their replies; where a
 block runs is the pool's business:
 
-- :class:`LocalPool` (``SyncVecEnv``): blocks stepped in this process.
+- :class:`LocalPool` (``SyncVecEnv``): one block stepped in this process.
 - ``ProcessPool`` (``SubprocVecEnv``, ``fastvec._process_pool``): one worker
   process per block, talking through shared memory and the barrier.
 
@@ -203,37 +203,25 @@ class LocalBlock:
 
 
 class LocalPool(Pool):
-    """Blocks stepped in this process, one after another; env errors pass through as raised."""
+    """One block of every env, stepped in this process; env errors pass through as raised."""
 
     def __init__(self, envs: list, buffers: Buffers, mode: int) -> None:
         self.envs = envs
         self.buffers = buffers
         self.bounds = [(0, len(envs))]
-        self.blocks = [LocalBlock(envs, 0, buffers, mode)]
+        self.block = LocalBlock(envs, 0, buffers, mode)
 
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
-        per_env = checker.split(actions)
-        if len(self.blocks) == 1:
-            self.blocks[0].pending = (per_env,)
-            return
-        for b in blocks:
-            start, stop = self.bounds[b]
-            self.blocks[b].post_step(per_env[start:stop])
+        self.block.post_step(checker.split(actions))
 
     def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
                    mask: np.ndarray | None) -> None:
-        for b in blocks:
-            start, stop = self.bounds[b]
-            self.blocks[b].post_reset(seeds[start:stop], options,
-                                      None if mask is None else mask[start:stop])
+        self.block.post_reset(seeds, options, mask)
 
     def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
                 restart_truncates: bool = True) -> tuple[list[int], Entries]:
-        if len(self.blocks) == 1:
-            return [0], self.blocks[0].run()
-        done = sorted(blocks)
-        return done, [entry for b in done for entry in self.blocks[b].run()]
+        return [0], self.block.run()
 
     def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
                 what: str) -> list:
@@ -243,8 +231,7 @@ class LocalPool(Pool):
 
     def close(self, timeout: float | None = None, terminate: bool = False,
               pending: Sequence[int] = ()) -> None:
-        for block in self.blocks:
-            block.pending = None
+        self.block.pending = None
         if not terminate:
             for env in self.envs:
                 env.close()
