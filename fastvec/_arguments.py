@@ -54,28 +54,28 @@ def mode_code(mode: AutoresetMode) -> int:
     return int(_MODE_CODES[mode])
 
 
-def reset_args(seed: Any, options: dict | None, num_envs: int
+def reset_args(seed: Any, options: dict | None, num_envs: int, unit: str = "env"
                ) -> tuple[list, np.ndarray | None]:
     """Per-env seeds of ``seed``, and ``options["reset_mask"]`` checked (None if absent).
 
     As Gymnasium does, the mask is taken out of the caller's ``options`` dict.
     """
-    seeds = _seeds(seed, num_envs)
+    seeds = _seeds(seed, num_envs, unit)
     mask = None
     if options is not None and "reset_mask" in options:
         mask = _reset_mask(options.pop("reset_mask"), num_envs)
     return seeds, mask
 
 
-def _seeds(seed: Any, num_envs: int) -> list:
+def _seeds(seed: Any, num_envs: int, unit: str = "env") -> list:
     if seed is None:
         return [None] * num_envs
     if isinstance(seed, numbers.Integral) and not isinstance(seed, bool):
         return [int(seed) + i for i in range(num_envs)]
     seeds = list(seed)
     if len(seeds) != num_envs:
-        raise ValueError(f"expected an int seed or a list of {num_envs} seeds, "
-                         f"got a list of {len(seeds)}")
+        raise ValueError(f"expected an int seed or a list of {num_envs} seeds (one per "
+                         f"{unit}), got a list of {len(seeds)}")
     return seeds
 
 

@@ -18,6 +18,7 @@ from gymnasium.vector.utils import batch_space
 
 from fastvec._actions import ActionChecker
 from fastvec._episode_stats import EpisodeStats
+from fastvec._game_infos import add_game_infos
 from fastvec._kernels.stepping import Autoreset
 from fastvec._pool import Pool
 from fastvec.errors import NoAsyncCallError
@@ -60,7 +61,8 @@ class AsyncBatches:
     """
 
     def __init__(self, pool: Pool, batch_size: int, mode_code: int,
-                 single_action_space: gym.Space, stats: EpisodeStats | None) -> None:
+                 single_action_space: gym.Space, stats: EpisodeStats | None,
+                 games: bool = False) -> None:
         self.pool = pool
         self.buffers = pool.buffers
         self.bounds = pool.bounds
@@ -69,6 +71,7 @@ class AsyncBatches:
         self.mode_code = mode_code
         self.single_action_space = single_action_space
         self.stats = stats
+        self.games = games  # rows of multi-agent games: infos["alive"] / ["active"]
         n = pool.num_blocks
         self.in_flight = np.zeros(n, dtype=np.bool_)
         self.held = np.zeros(n, dtype=np.bool_)
@@ -134,6 +137,8 @@ class AsyncBatches:
             position = {int(e): k for k, e in enumerate(env_ids)}
             infos = self.pool.batch_infos([(position[i], info) for i, info in entries],
                                           len(env_ids), position)
+        if self.games:
+            add_game_infos(infos, self.buffers, rows)
         if self.stats is not None:
             resets = np.repeat(self.resetting[chosen], self.block_size)
             self.stats.record(self.buffers, self.mode_code == Autoreset.SAME_STEP, infos,

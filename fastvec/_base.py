@@ -25,6 +25,7 @@ from fastvec._call_state import CallState, check_call
 from fastvec._env_calls import EnvCalls
 from fastvec._episode_stats import EpisodeStats
 from fastvec._kernels.stepping import Autoreset
+from fastvec._game_infos import add_game_infos, check_whole_games
 from fastvec._layout import Layout
 from fastvec._pool import Pool
 
@@ -69,9 +70,20 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         autoreset_mode: AutoresetMode | str,
         copy: bool,
         episode_statistics: bool,
+        agents: tuple[str, ...] | None = None,
     ) -> None:
-        """Set the spaces, modes and the action checker (before the pool exists)."""
+        """Set the spaces, modes and the action checker (before the pool exists).
+
+        ``agents``: for multi-agent games, the agent of each seat (``num_envs``
+        counts rows, one per seat of each game); None for single-agent envs.
+        """
         self.num_envs = num_envs
+        self._games = agents is not None
+        self.agents = tuple(agents) if agents is not None else ("agent_0",)
+        seats = len(self.agents)
+        self.num_games = num_envs // seats
+        self.game_of_row = np.repeat(np.arange(self.num_games, dtype=np.int64), seats)
+        self.seat_of_row = np.tile(np.arange(seats, dtype=np.int64), self.num_games)
         self.batch_size = getattr(self, "batch_size", num_envs)
         self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
         self._mode_code = mode_code(self.autoreset_mode)
@@ -85,7 +97,7 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         self.single_action_space = single_action_space
         self.action_space = batch_space(single_action_space, num_envs)
         self._actions = ActionChecker(single_action_space, self.action_space, num_envs)
-        self._stats = EpisodeStats(num_envs) if self.episode_statistics else None
+        self._stats = EpisodeStats(num_envs, self._games) if self.episode_statistics else None
 
     def _use_pool(self, pool: Pool) -> None:
         """Run the envs in ``pool``; its buffers hold the batch."""
@@ -173,6 +185,8 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         if self._stats is not None:
             self._stats.reset(mask)
         infos = pool.batch_infos(entries, self.num_envs) if entries else {}
+        if self._games:
+            add_game_infos(infos, self._buffers, slice(None))
         return self._buffers.obs.observations(), infos
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -282,6 +296,8 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         _, entries = self._pool.collect(self._all_blocks, "a step")
         infos = self._pool.batch_infos(entries, self.num_envs) if entries else {}
         buffers = self._buffers
+        if self._games:
+            add_game_infos(infos, buffers, slice(None))
         if self._stats is not None:
             self._stats.record(buffers, self._mode_code == Autoreset.SAME_STEP, infos)
         return (
@@ -336,8 +352,18 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
     # -- helpers ---------------------------------------------------------------------
 
     def _reset_args(self, seed: Any, options: dict | None) -> tuple[list, np.ndarray | None]:
-        """Per-env seeds, and the reset mask taken out of ``options`` (as Gymnasium does)."""
-        return reset_args(seed, options, self.num_envs)
+        """Per-row seeds, and the reset mask taken out of ``options`` (as Gymnasium does).
+
+        For games, ``seed`` counts games (game ``g`` gets ``seed + g``) and the mask
+        must select whole games; each row carries its game's seed.
+        """
+        if not self._games:
+            return reset_args(seed, options, self.num_envs)
+        seeds, _ = reset_args(seed, None, self.num_games, "game")
+        _, mask = reset_args(None, options, self.num_envs)
+        if mask is not None:
+            check_whole_games(mask, len(self.agents))
+        return [seeds[g] for g in self.game_of_row.tolist()], mask
 
     def __enter__(self) -> BatchedVecEnv:
         return self

@@ -22,13 +22,18 @@ __all__ = ["EnvCalls", "call_env", "render_env", "set_env_attr"]
 
 def call_env(env: gym.Env, *, name: str, args: tuple, kwargs: dict) -> Any:
     """``env.name(*args, **kwargs)``, or the attribute's value when it is not callable."""
-    target = env.get_wrapper_attr(name)
+    # a PettingZoo game has no get_wrapper_attr: its own attribute then
+    lookup = getattr(env, "get_wrapper_attr", None)
+    target = lookup(name) if lookup is not None else getattr(env, name)
     return target(*args, **kwargs) if callable(target) else target
 
 
 def set_env_attr(env: gym.Env, value: Any, *, name: str) -> None:
     """Set ``name`` through the env's wrappers."""
-    env.set_wrapper_attr(name, value)
+    if hasattr(env, "set_wrapper_attr"):
+        env.set_wrapper_attr(name, value)
+    else:  # a PettingZoo game
+        setattr(env, name, value)
 
 
 def render_env(env: gym.Env) -> Any:
@@ -40,6 +45,7 @@ class EnvCalls:
     """``call``, ``get_attr``, ``set_attr``, ``render``, ``call_each`` of a vector env."""
 
     num_envs: int
+    num_games: int  # envs, or games for multi-agent games: what these calls act on
 
     def _call_each(self, fn: Callable[..., Any], indices: list[int],
                    args_per_env: list[tuple] | None, what: str) -> tuple[Any, ...]:
@@ -80,7 +86,6 @@ class EnvCalls:
 
         Example:
             >>> import gymnasium as gym
-import numpy as np
             >>> from fastvec import SyncVecEnv
             >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
             >>> envs.call("get_wrapper_attr", "spec")[0].id
@@ -88,7 +93,7 @@ import numpy as np
             >>> envs.close()
         """
         return self._call_each(partial(call_env, name=name, args=args, kwargs=kwargs),
-                               list(range(self.num_envs)), None, "call")
+                               list(range(self.num_games)), None, "call")
 
     def call_each(self, fn: Callable[[gym.Env], Any], indices: Any = None) -> tuple[Any, ...]:
         """``fn(env)`` for each env, or for the envs ``indices``, in that order.
@@ -107,7 +112,6 @@ import numpy as np
 
         Example:
             >>> import gymnasium as gym
-import numpy as np
             >>> from fastvec import SyncVecEnv
             >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 3)
             >>> envs.call_each(lambda env: env.spec.id, indices=[2])
@@ -132,7 +136,6 @@ import numpy as np
 
         Example:
             >>> import gymnasium as gym
-import numpy as np
             >>> from fastvec import SyncVecEnv
             >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
             >>> envs.get_attr("gravity")
@@ -140,7 +143,7 @@ import numpy as np
             >>> envs.close()
         """
         return self._call_each(partial(call_env, name=name, args=(), kwargs={}),
-                               list(range(self.num_envs)), None, "call")
+                               list(range(self.num_games)), None, "call")
 
     def set_attr(self, name: str, values: Any) -> None:
         """Set attribute ``name`` of every env: one value each (list/tuple) or one for all.
@@ -157,7 +160,6 @@ import numpy as np
 
         Example:
             >>> import gymnasium as gym
-import numpy as np
             >>> from fastvec import SyncVecEnv
             >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
             >>> envs.set_attr("gravity", [9.8, 1.6])
@@ -166,10 +168,11 @@ import numpy as np
             >>> envs.close()
         """
         if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ValueError(f"expected {self.num_envs} values (one per env), got {len(values)}")
-        self._call_each(partial(set_env_attr, name=name), list(range(self.num_envs)),
+            values = [values] * self.num_games
+        if len(values) != self.num_games:
+            raise ValueError(f"expected {self.num_games} values (one per env; per game for "
+                             f"multi-agent games), got {len(values)}")
+        self._call_each(partial(set_env_attr, name=name), list(range(self.num_games)),
                         [(value,) for value in values], "set_attr")
 
     def render(self) -> tuple[Any, ...]:
@@ -183,19 +186,19 @@ import numpy as np
         Raises:
             ClosedEnvError: The vector env is closed.
         """
-        return self._call_each(render_env, list(range(self.num_envs)), None, "render")
+        return self._call_each(render_env, list(range(self.num_games)), None, "render")
 
     def _env_indices(self, indices: Any) -> list[int]:
         """``indices`` (None for all, an int, or ints) as a list, each checked."""
         if indices is None:
-            return list(range(self.num_envs))
+            return list(range(self.num_games))
         if isinstance(indices, numbers.Integral):
             indices = [indices]
         out = []
         for i in indices:
             if not isinstance(i, numbers.Integral) or isinstance(i, bool) \
-                    or not 0 <= int(i) < self.num_envs:
-                raise ValueError(f"expected env indices in [0, {self.num_envs}), got {i!r}")
+                    or not 0 <= int(i) < self.num_games:
+                raise ValueError(f"expected env indices in [0, {self.num_games}), got {i!r}")
             out.append(int(i))
         if len(set(out)) != len(out):
             raise ValueError(f"expected distinct env indices, got {out}")

@@ -19,7 +19,8 @@ __all__ = ["EpisodeStats"]
 class EpisodeStats:
     """Per-env episode return/length/time, reported as ``infos["episode"]``."""
 
-    def __init__(self, num_envs: int) -> None:
+    def __init__(self, num_envs: int, games: bool = False) -> None:
+        self.games = games  # rows of games: a row whose agent is not in its game pauses
         self.returns = np.zeros(num_envs)
         self.lengths = np.zeros(num_envs, dtype=np.int64)
         self.starts = np.full(num_envs, time.perf_counter())
@@ -52,11 +53,15 @@ class EpisodeStats:
         n = len(state[0])
         out_r, out_l, out_t = (self._out[0][:n], self._out[1][:n], self._out[2][:n])
         prev_dones, returns, lengths, starts = state
+        now = time.perf_counter()
         finished = update_episode_stats(
             np.ascontiguousarray(buffers.terminations[where]),
             np.ascontiguousarray(buffers.truncations[where]),
             np.ascontiguousarray(buffers.rewards[where]), prev_dones, returns, lengths, starts,
-            time.perf_counter(), same_step, out_r, out_l, out_t)
+            now, same_step, out_r, out_l, out_t)
+        if self.games:  # an agent's episode starts when it (re)joins its game
+            dead = ~buffers.alive[where]
+            prev_dones[dead], returns[dead], lengths[dead], starts[dead] = True, 0.0, 0, now
         if index is not None:
             self.prev_dones[index], self.returns[index], self.lengths[index], \
                 self.starts[index] = state

@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 
 from fastvec._actions import ActionChecker
-from fastvec._buffers import Buffers
+from fastvec._buffers import Buffers, rows_of
 from fastvec._kernels.infos import batch_infos
 from fastvec.errors import FastVecError, ObservationError, WorkerError
 
@@ -58,9 +58,15 @@ def split_blocks(num_envs: int, num_blocks: int) -> list[tuple[int, int]]:
 
 
 class Pool:
-    """Blocks of envs somewhere: post commands, collect replies, restart, close."""
+    """Blocks of envs somewhere: post commands, collect replies, restart, close.
+
+    ``bounds`` count batch rows (one per env, one per seat of a game);
+    ``unit_bounds`` count envs or games, what control calls and errors name.
+    """
 
     bounds: list[tuple[int, int]]
+    unit_bounds: list[tuple[int, int]]
+    unit_name = "env"  # "game" for multi-agent games
     buffers: Buffers
     on_failure: str = "raise"
     broken: str | None = None  # why the pool cannot be used any more
@@ -97,7 +103,7 @@ class Pool:
 
     def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
                 what: str) -> list:
-        """``fn(env, *args)`` for each env index in ``targets`` (ascending), in order."""
+        """``fn(env, *args)`` for each env (game) index in ``targets`` (ascending), in order."""
         raise NotImplementedError
 
     def close(self, timeout: float | None = None, terminate: bool = False,
@@ -175,6 +181,7 @@ class LocalBlock:
         self.start = start
         self.buffers = buffers
         self.block, self.objects = buffers.env_block(envs, start, mode)
+        self.stop = start + rows_of(envs)
         self.fresh_rows = getattr(buffers.obs, "fresh_rows", False)
         self.pending: tuple | None = None  # (actions,) or (seeds, options, mask)
 
@@ -193,8 +200,8 @@ class LocalBlock:
         if self.fresh_rows:  # new rows; a masked reset keeps the other envs' records
             rows = self.buffers.obs.before_write(keep=not stepping and pending[2] is not None)
             assert rows is not None
-            if self.start or len(rows) != len(self.envs):
-                rows = rows[self.start:self.start + len(self.envs)]
+            if self.start or len(rows) != self.stop:
+                rows = rows[self.start:self.stop]
             self.block.set_rows(rows)
         entries = self.block.step(pending[0]) if stepping else self.block.reset(*pending)
         if self.objects is not None:
@@ -208,8 +215,9 @@ class LocalPool(Pool):
     def __init__(self, envs: list, buffers: Buffers, mode: int) -> None:
         self.envs = envs
         self.buffers = buffers
-        self.bounds = [(0, len(envs))]
         self.block = LocalBlock(envs, 0, buffers, mode)
+        self.bounds = [(0, self.block.stop)]
+        self.unit_bounds = [(0, len(envs))]
 
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:

@@ -49,15 +49,18 @@ CLOSE_GRACE_SECONDS = 1.0
 class ProcessPool(Pool):
     """Worker processes, one per block of ``bounds``, started and checked at once.
 
-    After construction ``hello`` holds the envs' spaces, metadata and render mode;
-    :meth:`attach` then lays out the shared block and hands it to the workers.
+    ``bounds`` count env functions; for games, which fill one row per seat, the
+    pool's ``bounds`` count rows once the workers have said what they built
+    (``unit_bounds`` keeps the env functions' blocks).  After construction
+    ``hello`` holds the envs' spaces, metadata and render mode; :meth:`attach`
+    then lays out the shared block and hands it to the workers.
     """
 
     owner = "SubprocVecEnv"
 
     def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], ctx: Any,
                  timeout: float | None, on_failure: str) -> None:
-        self.bounds = bounds
+        self.bounds = self.unit_bounds = bounds
         self.timeout = timeout
         self.on_failure = on_failure
         self._ctx = ctx
@@ -79,12 +82,21 @@ class ProcessPool(Pool):
         hellos = [self._hello(w, deadline) for w in range(self.num_blocks)]
         self.hello = hellos[0]
         expected = (self.hello.observation_space, self.hello.action_space)
-        spaces = [pair for hello in hellos for pair in hello.env_spaces]
+        spaces = [triple for hello in hellos for triple in hello.env_spaces]
         first = self.bounds[0][0]
-        for index, (env_obs, env_act) in enumerate(spaces, start=first):
+        for index, (env_obs, env_act, agents) in enumerate(spaces, start=first):
             if env_obs != expected[0] or env_act != expected[1]:
                 raise SpacesMismatchError(f"env {index} has spaces ({env_obs}, {env_act}); expected "
                                  f"({expected[0]}, {expected[1]}) as env {first}")
+            if agents != spaces[0][2]:
+                raise SpacesMismatchError(f"env {index} has agents {agents}; expected "
+                                          f"{spaces[0][2]} as env {first}")
+        if any((hello.agents is None) != (self.hello.agents is None) for hello in hellos):
+            raise SpacesMismatchError("expected every env function to return a game, or none "
+                                      "of them (some returned PettingZoo games, some envs)")
+        self.seats = len(spaces[0][2])
+        self.unit_name = "env" if self.hello.agents is None else "game"
+        self.bounds = [(a * self.seats, b * self.seats) for a, b in self.unit_bounds]
 
     @property
     def pids(self) -> list[int | None]:
@@ -116,6 +128,8 @@ class ProcessPool(Pool):
             (Region.TERMINATIONS, (n,), "?"),
             (Region.TRUNCATIONS, (n,), "?"),
             (Region.NEEDS_RESET, (n,), "?"),
+            (Region.ALIVE, (n,), "?"),
+            (Region.ACTIVE, (n,), "?"),
             (Region.INFOS, (self.num_blocks, INFO_BYTES), "u1"),
             (Region.INFOS_RAW_ONLY, (1,), "u1"),
         ])
@@ -128,8 +142,7 @@ class ProcessPool(Pool):
         self._action_views = None if act_layout is None else batch_views(
             act_layout, arrays[Region.ACTIONS])
         store = make_obs_store(self.hello.observation_space, n, copy, arrays[Region.OBS])
-        self.buffers = Buffers(store, arrays[Region.REWARDS], arrays[Region.TERMINATIONS],
-                               arrays[Region.TRUNCATIONS], arrays[Region.NEEDS_RESET])
+        self.buffers = Buffers(store, *(arrays[region] for region in Region.RESULTS))
         deadline = time.monotonic() + STARTUP_SECONDS
         for w in range(self.num_blocks):
             self._attach(w, deadline)
@@ -195,7 +208,7 @@ class ProcessPool(Pool):
                 what: str) -> list:
         fn_bytes = cloudpickle.dumps(fn)
         requests = []
-        for a, b in self.bounds:
+        for a, b in self.unit_bounds:
             local = [k for k, i in enumerate(targets) if a <= i < b]
             requests.append(ControlRequest(
                 fn_bytes, [targets[k] - a for k in local],
@@ -331,9 +344,10 @@ class ProcessPool(Pool):
 
     def _error(self, w: int, report: ErrorReport, what: str) -> BaseException:
         env_index = report.env_index
-        if env_index is not None:  # the worker counts the envs of its block from 0
-            env_index += self.bounds[w][0]
-        where = f"env {env_index} (worker {w})" if env_index is not None else f"worker {w}"
+        if env_index is not None:  # the worker counts the envs (games) of its block from 0
+            env_index += self.unit_bounds[w][0]
+        name = getattr(self, "unit_name", "env")
+        where = f"{name} {env_index} (worker {w})" if env_index is not None else f"worker {w}"
         if report.is_observation_error:
             exc: BaseException = ObservationError(report.message)
         else:

@@ -61,6 +61,10 @@ class Region:
     TERMINATIONS = "terminations"
     TRUNCATIONS = "truncations"
     NEEDS_RESET = "needs_reset"
+    ALIVE = "alive"  # games: the row's agent is in the game
+    ACTIVE = "active"  # games: the row's agent acts next
+    # the regions of a step's results, in the order of ``Buffers``' fields after ``obs``
+    RESULTS = (REWARDS, TERMINATIONS, TRUNCATIONS, NEEDS_RESET, ALIVE, ACTIVE)
     INFOS = "infos"  # (num_workers, INFO_BYTES): each worker's info area
     INFOS_RAW_ONLY = "infos_raw_only"  # set by the parent: workers send raw infos only
 
@@ -68,13 +72,18 @@ class Region:
 # -- start-up --------------------------------------------------------------------------
 
 class Hello(NamedTuple):
-    """A worker built its envs: the first env's spaces and every env's, for checking."""
+    """A worker built its envs: the first env's spaces and every env's, for checking.
+
+    ``agents``: for games, the agent of each seat (a game fills one row per seat);
+    None for single-agent envs.
+    """
 
     observation_space: Any
     action_space: Any
     metadata: dict
     render_mode: str | None
-    env_spaces: list[tuple[Any, Any]]
+    env_spaces: list[tuple[Any, Any, tuple[str, ...]]]
+    agents: tuple[str, ...] | None = None
 
 
 class Attach(NamedTuple):

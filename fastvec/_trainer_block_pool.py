@@ -23,6 +23,7 @@ import numpy as np
 from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
 from fastvec._pool import Entries, LocalBlock, Pool
+from fastvec._games import describe
 from fastvec._process_pool import ProcessPool
 from fastvec.errors import ObservationError, SpacesMismatchError, WorkerError
 
@@ -30,25 +31,28 @@ __all__ = ["TrainerBlockPool"]
 
 
 class TrainerBlockPool(Pool):
-    """Block 0 in this process (envs ``0:stop``), blocks 1.. are ``workers``' blocks 0.."""
+    """Block 0 in this process (env functions ``0:stop``), blocks 1.. are ``workers``' 0.."""
 
     owner = "SubprocVecEnv"
 
     def __init__(self, env_fns: Sequence[Callable], stop: int, workers: ProcessPool) -> None:
         self.env_fns = list(env_fns[:stop])
         self.workers = workers
-        self.bounds = [(0, stop), *workers.bounds]
+        self.seats, self.unit_name = workers.seats, workers.unit_name
+        self.bounds = [(0, stop * self.seats), *workers.bounds]
+        self.unit_bounds = [(0, stop), *workers.unit_bounds]
         self.on_failure = workers.on_failure
         self.hello = workers.hello
         self._broken: str | None = None
         self._local_posted = 0.0  # when block 0's command was posted (monotonic seconds)
         self.envs = self._build()
-        expected = (workers.hello.observation_space, workers.hello.action_space)
-        for index, env in enumerate(self.envs):
-            if (env.observation_space, env.action_space) != expected:
-                raise SpacesMismatchError(f"env {index} has spaces ({env.observation_space}, "
-                                 f"{env.action_space}); expected ({expected[0]}, "
-                                 f"{expected[1]}) as env {stop}")
+        mine = describe(self.envs)
+        expected = workers.hello.env_spaces[0]
+        for index, triple in enumerate(mine.env_spaces):
+            if triple != expected or mine.agents != workers.hello.agents:
+                raise SpacesMismatchError(
+                    f"env {index} has spaces and agents {triple}; expected {expected} "
+                    f"as env {stop}")
 
     @property
     def broken(self) -> str | None:  # type: ignore[override]
@@ -149,11 +153,12 @@ class TrainerBlockPool(Pool):
         except ObservationError as exc:
             return exc
         except Exception as exc:
-            return _local_error(exc, self.local.block.current, what)
+            return _local_error(exc, self.local.block.current // self.seats, what,
+                                self.unit_name)
 
     def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
                 what: str) -> list:
-        stop = self.bounds[0][1]
+        stop = self.unit_bounds[0][1]
         local = [k for k, i in enumerate(targets) if i < stop]
         results: list[Any] = []
         error: BaseException | None = None
@@ -162,7 +167,7 @@ class TrainerBlockPool(Pool):
                 args = () if args_per_env is None else args_per_env[k]
                 results.append(fn(self.envs[targets[k]], *args))
             except Exception as exc:
-                error = _local_error(exc, targets[k], what)
+                error = _local_error(exc, targets[k], what, self.unit_name)
                 break
         remote_targets = targets[len(local):]
         try:  # every worker runs its part, as without a local block
@@ -190,7 +195,7 @@ class TrainerBlockPool(Pool):
                 pass
         self.envs = self._build()
         self.local = LocalBlock(self.envs, 0, self.buffers, self._mode)
-        self.local.post_reset([None] * len(self.envs), None, None)
+        self.local.post_reset([None] * self.bounds[0][1], None, None)
         reply = self._run_local("a reset after restart")
         if isinstance(reply, BaseException):
             self.broken = "the local block failed again right after a restart"
@@ -208,9 +213,9 @@ class TrainerBlockPool(Pool):
         self.envs = []
 
 
-def _local_error(exc: Exception, env_index: int, what: str) -> WorkerError:
-    """The error a worker would report for ``exc`` in env ``env_index`` of block 0."""
-    error = WorkerError(f"env {env_index} (local block) raised {type(exc).__name__} during "
+def _local_error(exc: Exception, env_index: int, what: str, unit: str = "env") -> WorkerError:
+    """The error a worker would report for ``exc`` in env (game) ``env_index`` of block 0."""
+    error = WorkerError(f"{unit} {env_index} (local block) raised {type(exc).__name__} during "
                         f"{what}: {exc}", env_index=env_index, worker_index=None)
     error.__cause__ = exc
     return error

@@ -24,7 +24,8 @@ import cloudpickle
 import numpy as np
 from gymnasium.vector.utils import batch_space, iterate
 
-from fastvec._buffers import Buffers
+from fastvec._buffers import Buffers, rows_of
+from fastvec._games import describe, unit_spaces
 from fastvec._kernels.barrier import Barrier, set_parent_death_signal
 from fastvec._layout import batch_views, copy_tree, layout_of
 from fastvec._obs_store import ObjectStore, ObsStore, RecordStore
@@ -35,7 +36,6 @@ from fastvec._protocol import (
     ControlReply,
     ControlRequest,
     ErrorReport,
-    Hello,
     Ready,
     Region,
     ResendInfos,
@@ -70,10 +70,7 @@ def run(worker_index: int, env_fns_bytes: bytes, conn: Any, death_signal: bool =
     if envs is None:
         return
     try:
-        first = envs[0]
-        conn.send(Hello(first.observation_space, first.action_space, dict(first.metadata),
-                        first.render_mode,
-                        [(env.observation_space, env.action_space) for env in envs]))
+        conn.send(describe(envs))
         setup = conn.recv()
         if not isinstance(setup, Attach):
             return
@@ -117,26 +114,26 @@ class _Server:
     def __init__(self, index: int, envs: list, block: SharedBlock, conn: Any,
                  setup: Attach) -> None:
         self.index, self.envs, self.block, self.conn = index, envs, block, conn
-        self.first, self.count = setup.first_env, len(envs)
+        self.first, self.count = setup.first_env, rows_of(envs)
+        self.seats = self.count // len(envs)
         arrays = block.arrays
         end = self.first + self.count
         # Buffers over the whole shared batch; this worker's EnvBlock writes its rows.
-        space = envs[0].observation_space
+        space, action_space, _ = unit_spaces(envs[0])
         layout = layout_of(space)
         store: ObsStore = ObjectStore(space, end, copy=False) if layout is None else \
             RecordStore(layout, arrays[Region.OBS], copy=False)
-        buffers = Buffers(store, arrays[Region.REWARDS], arrays[Region.TERMINATIONS],
-                          arrays[Region.TRUNCATIONS], arrays[Region.NEEDS_RESET])
+        buffers = Buffers(store, *(arrays[region] for region in Region.RESULTS))
         # obs_objects: the block's observations on the object path, sent in each reply
         self.env_block, self.obs_objects = buffers.env_block(envs, self.first,
                                                              setup.autoreset_mode)
-        self.action_layout = layout_of(envs[0].action_space)
+        self.action_layout = layout_of(action_space)
         self.action_views = None if self.action_layout is None else batch_views(
             self.action_layout, arrays[Region.ACTIONS][self.first:end])
-        self.block_action_space = batch_space(envs[0].action_space, self.count)
+        self.block_action_space = batch_space(action_space, self.count)
         self.barrier = Barrier(arrays[Region.BARRIER], setup.num_workers)
         self.barrier.start_worker(index)
-        self.control_index: int | None = None  # in the block: the env a control runs on
+        self.control_index: int | None = None  # in the block: the env (game) a control runs on
         self.infos = InfoWriter(arrays[Region.INFOS][index], arrays[Region.INFOS_RAW_ONLY],
                                 self.first, self.count)
 
@@ -187,7 +184,7 @@ class _Server:
         """The env (index in this block) that was running when ``command`` failed."""
         if command == Command.CONTROL:
             return self.control_index
-        return self.env_block.current
+        return self.env_block.current // self.seats
 
     def _actions(self) -> list:
         if self.action_layout is None:

@@ -94,7 +94,7 @@ class SubprocVecEnv(BatchedVecEnv):
         episode_statistics: bool = False,
         local_block: bool = False,
     ) -> None:
-        num_envs = len(env_fns)
+        num_envs = len(env_fns)  # env functions; a game fills several rows, known later
         if num_envs < 1:
             raise ValueError("expected at least one env function, got none")
         local = 1 if local_block else 0
@@ -112,7 +112,6 @@ class SubprocVecEnv(BatchedVecEnv):
             raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
         self.num_workers = num_workers
         self.local_block = bool(local_block)
-        self.batch_size = check_batch_size(batch_size, num_envs, num_workers, local)
         self.timeout = timeout
         self.on_worker_failure = on_worker_failure
         self.context = context or default_context()
@@ -125,15 +124,18 @@ class SubprocVecEnv(BatchedVecEnv):
             if local_block:
                 pool = TrainerBlockPool(env_fns, bounds[0][1], workers)
             hello = pool.hello
-            self._setup(num_envs, hello.observation_space, hello.action_space, hello.metadata,
-                        hello.render_mode, autoreset_mode, copy, episode_statistics)
+            num_rows = pool.bounds[-1][1]
+            self.batch_size = check_batch_size(batch_size, num_rows, num_workers, local)
+            self._setup(num_rows, hello.observation_space, hello.action_space, hello.metadata,
+                        hello.render_mode, autoreset_mode, copy, episode_statistics,
+                        hello.agents)
             pool.attach(self._mode_code, self.copy)
         except BaseException:
             pool.close()
             raise
         self._use_pool(pool)
         self._batches = AsyncBatches(pool, self.batch_size, self._mode_code,
-                                     self.single_action_space, self._stats)
+                                     self.single_action_space, self._stats, self._games)
 
     # -- async batches ---------------------------------------------------------------
 

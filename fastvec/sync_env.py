@@ -8,7 +8,8 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from fastvec._base import BatchedVecEnv
-from fastvec._buffers import Buffers
+from fastvec._buffers import Buffers, rows_of
+from fastvec._games import describe, is_game
 from fastvec._obs_store import make_obs_store
 from fastvec._pool import LocalPool
 from fastvec.errors import SpacesMismatchError
@@ -65,18 +66,22 @@ class SyncVecEnv(BatchedVecEnv):
         self.envs: list[gym.Env] = [env_fn() for env_fn in env_fns]
         if not self.envs:
             raise ValueError("expected at least one env function, got none")
-        first = self.envs[0]
-        for index, env in enumerate(self.envs[1:], start=1):
-            if env.observation_space != first.observation_space:
-                raise SpacesMismatchError(f"env {index} has observation space {env.observation_space}, "
-                                 f"expected {first.observation_space} (as env 0)")
-            if env.action_space != first.action_space:
-                raise SpacesMismatchError(f"env {index} has action space {env.action_space}, "
-                                 f"expected {first.action_space} (as env 0)")
-        self._setup(len(self.envs), first.observation_space, first.action_space,
-                    first.metadata, first.render_mode, autoreset_mode, copy,
-                    episode_statistics)
-        store = make_obs_store(first.observation_space, self.num_envs, self.copy,
+        about = describe(self.envs)
+        first_obs, first_act, first_agents = about.env_spaces[0]
+        for index, (obs_space, act_space, agents) in enumerate(about.env_spaces[1:], start=1):
+            if obs_space != first_obs:
+                raise SpacesMismatchError(f"env {index} has observation space {obs_space}, "
+                                          f"expected {first_obs} (as env 0)")
+            if act_space != first_act:
+                raise SpacesMismatchError(f"env {index} has action space {act_space}, "
+                                          f"expected {first_act} (as env 0)")
+            if agents != first_agents or is_game(self.envs[index]) != is_game(self.envs[0]):
+                raise SpacesMismatchError(f"env {index} has agents {agents}, expected "
+                                          f"{first_agents} (as env 0)")
+        self._setup(rows_of(self.envs), about.observation_space, about.action_space,
+                    about.metadata, about.render_mode, autoreset_mode, copy,
+                    episode_statistics, about.agents)
+        store = make_obs_store(about.observation_space, self.num_envs, self.copy,
                                fresh_rows=True)
         self._use_pool(LocalPool(self.envs, Buffers.allocate(store, self.num_envs),
                                  self._mode_code))
