@@ -44,7 +44,8 @@ class RelayGame(ParallelEnv):
 
     Observation of agent ``k`` at step ``t``: ``[tag, t, k, its last action]``
     (float32).  Reward: ``action * 0.5 + k + t / 10``.  Seat 1 leaves early by
-    termination and, in odd-tagged games, seat 2 by truncation; with ``late_seat``
+    termination and, in odd-tagged games, seat 2 by truncation (unless
+    ``early_exits`` is False); with ``late_seat``
     that seat joins only at step 2.  At ``horizon`` every agent left is truncated
     (the game is over).  Infos: ``{"t": t}`` for every agent on even steps.
     """
@@ -52,7 +53,8 @@ class RelayGame(ParallelEnv):
     metadata = {"render_modes": [], "name": "relay_v0", "is_parallelizable": True}
 
     def __init__(self, num_agents: int = 3, horizon: int = 6, late_seat: int | None = None,
-                 render_mode: str | None = None) -> None:
+                 early_exits: bool = True, render_mode: str | None = None) -> None:
+        self.early_exits = early_exits  # False: every agent stays until the horizon
         self.possible_agents = [f"runner_{k}" for k in range(num_agents)]
         self.horizon, self.late_seat, self.render_mode = horizon, late_seat, render_mode
         self.observation_spaces = {a: spaces.Box(-1e6, 1e6, (4,), np.float32)
@@ -84,7 +86,7 @@ class RelayGame(ParallelEnv):
             action = int(actions[agent])
             obs[agent] = self._obs(agent, action)
             rewards[agent] = action * 0.5 + seat + self.t / 10
-            leave = relay_leave_step(self.tag, seat, self.horizon)
+            leave = relay_leave_step(self.tag, seat, self.horizon) if self.early_exits else None
             terms[agent] = seat == 1 and leave == self.t
             truncs[agent] = self.t >= self.horizon or (seat == 2 and leave == self.t)
             infos[agent] = {"t": self.t} if self.t % 2 == 0 else {}
