@@ -46,6 +46,7 @@ import numpy as np
 from gymnasium.vector.utils import batch_space
 
 from fastvec.bench.envs import SPIN_RATE_VAR, WORKLOADS, spin_rate
+from fastvec.bench.games import game_action_space, is_game
 from fastvec.bench.report import (
     Cell,
     Cells,
@@ -104,7 +105,11 @@ def measure(
     if not SYSTEMS[system].runs_on(workload):
         raise ValueError(f"{system} runs only on {', '.join(SYSTEMS[system].workloads or ())}")
     probe = spec.make_env()
-    action_space = batch_space(probe.action_space, spec.num_envs)
+    if is_game(probe):  # a row (and an env-step) per agent
+        single, rows = game_action_space(probe), spec.num_envs * len(probe.possible_agents)
+    else:
+        single, rows = probe.action_space, spec.num_envs
+    action_space = batch_space(single, rows)
     probe.close()
     action_space.seed(seed)
     actions = [action_space.sample() for _ in range(ACTION_BATCHES)]

@@ -99,8 +99,15 @@ class VectorDriver(BaseDriver):
 
     @classmethod
     def of(cls, factory: Callable[[list[EnvFn]], Any]) -> Builder:
-        """A builder that wraps what ``factory(env_fns)`` returns."""
-        return lambda env_fns: cls(factory(env_fns), len(env_fns))
+        """A builder that wraps what ``factory(env_fns)`` returns.
+
+        Its ``num_envs`` counts rows: one per env, one per agent of a game.
+        """
+        def build(env_fns: list[EnvFn]) -> VectorDriver:
+            vec = factory(env_fns)
+            return cls(vec, getattr(vec, "num_envs", len(env_fns)))
+
+        return build
 
     def reset(self, seed: int) -> None:
         """Reset env ``i`` with ``seed + i``."""
