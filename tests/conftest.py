@@ -43,6 +43,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default="fastvec",
         help="implementation under test: fastvec (default), gymnasium, or a module name",
     )
+    # The stress tier (tests/test_soak.py, test_chaos.py, test_fuzz.py): a short run
+    # by default, long runs behind these options.
+    parser.addoption(
+        "--soak", type=int, default=0, metavar="STEPS",
+        help="soak: env-steps over all cases (default: the CI tier, ~2.4e6; try 1e8)",
+    )
+    parser.addoption(
+        "--soak-json", default=None, metavar="PATH",
+        help="soak: write the RSS / fd / thread series to this JSON file "
+             "(or set FASTVEC_SOAK_JSON)",
+    )
+    parser.addoption(
+        "--chaos-seconds", type=float, default=None, metavar="S",
+        help="chaos: seconds of random faults (default: the CI tier, ~20 s)",
+    )
+    parser.addoption(
+        "--chaos-seed", type=int, default=None, metavar="SEED",
+        help="chaos: seed of the fault schedule (default: fixed per test)",
+    )
+    parser.addoption(
+        "--fuzz-examples", type=int, default=None, metavar="N",
+        help="fuzz: hypothesis examples per test (default: the CI tier)",
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
