@@ -65,24 +65,39 @@ class BaseDriver:
 
 
 class PlainLoop(BaseDriver):
-    """The baseline: a Python for-loop over the envs, resetting each by hand."""
+    """The baseline: a Python for-loop over the envs, resetting each by hand.
+
+    For PettingZoo parallel games: a loop over the games, a dict of the live
+    agents' actions each (a row per agent), resetting a game when no agent is left.
+    """
 
     def __init__(self, env_fns: list[EnvFn]) -> None:
         self.envs = [fn() for fn in env_fns]
-        self.num_envs = len(self.envs)
+        self.agents = list(getattr(self.envs[0], "possible_agents", []))
+        self.num_envs = len(self.envs) * max(len(self.agents), 1)
 
     def reset(self, seed: int) -> None:
-        """Reset env ``i`` with ``seed + i``, as the vector envs do."""
+        """Reset env (game) ``i`` with ``seed + i``, as the vector envs do."""
         for i, env in enumerate(self.envs):
             env.reset(seed=seed + i)
 
     def step(self, actions: np.ndarray) -> int:
         """Step every env once with its action; reset the ones that finished."""
         self.policy(self.num_envs)
+        if self.agents:
+            return self._step_games(actions)
         for i, env in enumerate(self.envs):
             obs, r, term, trunc, info = env.step(actions[i])
             if term or trunc:
                 env.reset()
+        return self.num_envs
+
+    def _step_games(self, actions: np.ndarray) -> int:
+        seats = len(self.agents)
+        for g, game in enumerate(self.envs):
+            game.step({a: actions[g * seats + self.agents.index(a)] for a in game.agents})
+            if not game.agents:
+                game.reset()
         return self.num_envs
 
     def close(self) -> None:

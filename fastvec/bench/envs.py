@@ -5,7 +5,7 @@ vector env's own overhead for one shape of data: large image observations
 (``AtariLikeEnv``), nested observations (``DictObsEnv``) and per-step infos
 (``InfoEnv``).  ``BusyEnv`` is the opposite: each step burns a seeded,
 lognormally distributed amount of CPU time (``HeavyEnv`` with little spread,
-``LongTailEnv`` with a long tail), so a benchmark over it measures how well a
+``LongTailEnv`` with a long tail, ``BlockEnv`` ~2.5 ms a step for remote blocks), so a benchmark over it measures how well a
 vector env spreads real work over cores.  All are deterministic given
 ``reset(seed=...)``: the seed fixes the first observation, the episode length
 and the step costs; the actions fix the rest.
@@ -39,6 +39,7 @@ __all__ = [
     "ATARI_EXTRA",
     "WORKLOADS",
     "AtariLikeEnv",
+    "BlockEnv",
     "BusyEnv",
     "DictObsEnv",
     "HeavyEnv",
@@ -277,6 +278,12 @@ class HeavyEnv(BusyEnv):
     cost = StepCost(300.0, 0.1)
 
 
+class BlockEnv(BusyEnv):
+    """``BusyEnv`` whose steps cost about 2.5 ms each: 10 ms per block of 4 envs."""
+
+    cost = StepCost(2500.0, 0.1)
+
+
 class LongTailEnv(BusyEnv):
     """``BusyEnv`` whose step cost has a long tail: lognormal, mean 300 us, sigma 1.0."""
 
@@ -333,12 +340,29 @@ class Workload:
     tier: str = "quick"
     requires: tuple[str, ...] = ()
     install: str = ""
+    game: bool = False  # make_env returns a PettingZoo game: a row per agent
 
     @property
     def quick(self) -> bool:
         """In the default (quick) run."""
         return self.tier == "quick"
 
+
+def make_duel() -> Any:
+    """The cheap two-player game of :mod:`fastvec.bench.games` (needs PettingZoo)."""
+    from fastvec.bench.games import DuelGame
+
+    return DuelGame()
+
+
+def make_heavy_duel() -> Any:
+    """The CPU-bound two-player game of :mod:`fastvec.bench.games` (needs PettingZoo)."""
+    from fastvec.bench.games import HeavyDuelGame
+
+    return HeavyDuelGame()
+
+
+MULTIAGENT_EXTRA = "pip install 'fastvec[multiagent]' (pettingzoo)"
 
 # Env makers are module-level classes, functions or partials, so subprocess backends
 # can pickle them.
@@ -374,6 +398,14 @@ WORKLOADS: dict[str, Workload] = {
             tier="full",
         ),
         Workload(
+            "block10ms",
+            BlockEnv,
+            "float32 (4,) obs, Discrete(2); each step burns ~2.5 ms of CPU (lognormal, "
+            "sigma 0.1): ~10 ms per block of 4 envs, where a remote call per block pays",
+            num_envs=8,
+            tier="named",
+        ),
+        Workload(
             "pong",
             make_pong,
             "ALE/Pong-v5 (frameskip 1) + AtariPreprocessing (frame skip 4, 84x84 gray, "
@@ -383,6 +415,28 @@ WORKLOADS: dict[str, Workload] = {
             tier="named",
             requires=("ale_py", "cv2"),
             install=ATARI_EXTRA,
+        ),
+        Workload(
+            "duel",
+            make_duel,
+            "a two-player parallel PettingZoo game, 16 games = 32 rows: float32 (8,) obs, "
+            "Discrete(3), seeded episodes; rates count agent-steps",
+            num_envs=16,
+            tier="full",
+            requires=("pettingzoo",),
+            install=MULTIAGENT_EXTRA,
+            game=True,
+        ),
+        Workload(
+            "duel-heavy",
+            make_heavy_duel,
+            "the duel game, 8 games = 16 rows, each game step burns ~300 us of CPU "
+            "(lognormal, sigma 0.1)",
+            num_envs=8,
+            tier="full",
+            requires=("pettingzoo",),
+            install=MULTIAGENT_EXTRA,
+            game=True,
         ),
     )
 }

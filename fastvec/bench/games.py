@@ -25,7 +25,7 @@ except ImportError:  # the workloads are reported unavailable
 
 __all__ = ["MULTIAGENT_EXTRA", "DuelGame", "HeavyDuelGame", "game_action_space", "is_game"]
 
-MULTIAGENT_EXTRA = "pip install 'fastvec[multiagent]' (pettingzoo)"
+from fastvec.bench.envs import MULTIAGENT_EXTRA  # noqa: E402 - re-exported
 
 
 def is_game(env: Any) -> bool:
@@ -44,7 +44,8 @@ class DuelGame(ParallelEnv):  # type: ignore[misc]
     metadata = {"render_modes": [], "name": "duel_v0", "is_parallelizable": True}
     cost: StepCost | None = None  # CPU burnt per game step (None: nothing)
 
-    def __init__(self) -> None:
+    def __init__(self, render_mode: str | None = None) -> None:
+        self.render_mode = render_mode
         self.possible_agents = ["left", "right"]
         self.agents: list[str] = []
         self._obs_space = spaces.Box(-1.0, 1.0, (8,), np.float32)

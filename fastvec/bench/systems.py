@@ -33,6 +33,7 @@ from fastvec.bench.drivers import (
     SB3Driver,
     VectorDriver,
 )
+from fastvec.bench.envs import WORKLOADS
 
 __all__ = [
     "SYSTEMS",
@@ -65,9 +66,14 @@ class System:
     load: Callable[[], Builder]
     tier: str = "full"
     workloads: tuple[str, ...] | None = None
+    envs: bool = True  # runs single-agent workloads
+    games: bool = False  # runs multi-agent (game) workloads
 
     def runs_on(self, workload: str) -> bool:
         """Whether this system can run ``workload``."""
+        spec = WORKLOADS.get(workload)
+        if spec is not None and not (self.games if spec.game else self.envs):
+            return False
         return self.workloads is None or workload in self.workloads
 
 
@@ -75,14 +81,18 @@ SYSTEMS: dict[str, System] = {}
 
 
 def system(
-    name: str, about: str, tier: str = "full", workloads: tuple[str, ...] | None = None
+    name: str, about: str, tier: str = "full", workloads: tuple[str, ...] | None = None,
+    envs: bool = True, games: bool = False,
 ) -> Callable[[Callable[[], Builder]], Callable[[], Builder]]:
-    """Register a loader under ``name``; the loader may raise if its package is absent."""
+    """Register a loader under ``name``; the loader may raise if its package is absent.
+
+    ``envs`` / ``games``: whether it runs single-agent and multi-agent workloads.
+    """
     if tier not in TIERS:
         raise ValueError(f"expected tier in {TIERS}, got {tier!r}")
 
     def register(load: Callable[[], Builder]) -> Callable[[], Builder]:
-        SYSTEMS[name] = System(name, about, load, tier, workloads)
+        SYSTEMS[name] = System(name, about, load, tier, workloads, envs, games)
         return load
 
     return register
@@ -91,7 +101,8 @@ def system(
 # ------------------------------------------------------------------------ systems
 
 
-@system("plain", "a Python for-loop calling each env's step, resetting finished envs", "quick")
+@system("plain", "a Python for-loop calling each env's step, resetting finished envs", "quick",
+        games=True)
 def _load_plain() -> Builder:
     return PlainLoop
 
@@ -101,18 +112,26 @@ def _load_gymnasium_sync() -> Builder:
     return VectorDriver.of(functools.partial(gym.vector.SyncVectorEnv, copy=True))
 
 
-@system("fastvec-sync", "fastvec.SyncVecEnv(copy=True)", "quick")
+@system("fastvec-sync", "fastvec.SyncVecEnv(copy=True)", "quick", games=True)
 def _load_fastvec_sync() -> Builder:
     import fastvec
 
     return VectorDriver.of(functools.partial(fastvec.SyncVecEnv, copy=True))
 
 
-@system("fastvec-sync-nocopy", "fastvec.SyncVecEnv(copy=False): observations are views")
+@system("fastvec-sync-nocopy", "fastvec.SyncVecEnv(copy=False): observations are views", games=True)
 def _load_fastvec_sync_nocopy() -> Builder:
     import fastvec
 
     return VectorDriver.of(functools.partial(fastvec.SyncVecEnv, copy=False))
+
+
+def _rows(env_fns: list[EnvFn]) -> int:
+    """Batch rows of ``env_fns``: one per env, one per agent of a game."""
+    probe = env_fns[0]()
+    seats = len(getattr(probe, "possible_agents", [None]))
+    probe.close()
+    return len(env_fns) * seats
 
 
 def _fastvec_subproc(num_workers: int, batched: bool, local_block: bool = False) -> Builder:
@@ -121,7 +140,7 @@ def _fastvec_subproc(num_workers: int, batched: bool, local_block: bool = False)
     import fastvec
 
     def build(env_fns: list[EnvFn]) -> Driver:
-        batch_size = len(env_fns) // 2 if batched else None
+        batch_size = _rows(env_fns) // 2 if batched else None
         vec = fastvec.SubprocVecEnv(
             env_fns,
             num_workers=num_workers,
@@ -129,12 +148,12 @@ def _fastvec_subproc(num_workers: int, batched: bool, local_block: bool = False)
             copy=True,
             local_block=local_block,
         )
-        return (RecvSendDriver if batched else VectorDriver)(vec, len(env_fns))
+        return (RecvSendDriver if batched else VectorDriver)(vec, vec.num_envs)
 
     return build
 
 
-@system("fastvec-subproc", "fastvec.SubprocVecEnv(num_workers=2, copy=True), step()", "quick")
+@system("fastvec-subproc", "fastvec.SubprocVecEnv(num_workers=2, copy=True), step()", "quick", games=True)
 def _load_fastvec_subproc() -> Builder:
     return _fastvec_subproc(2, batched=False)
 
@@ -144,6 +163,7 @@ def _load_fastvec_subproc() -> Builder:
     "fastvec.SubprocVecEnv(num_workers=1, local_block=True), step(): the trainer steps "
     "the first half of the envs, one worker the other",
     "quick",
+    games=True,
 )
 def _load_fastvec_local() -> Builder:
     return _fastvec_subproc(1, batched=False, local_block=True)
@@ -152,6 +172,7 @@ def _load_fastvec_local() -> Builder:
 @system(
     "fastvec-async",
     "fastvec.SubprocVecEnv(num_workers=2, batch_size=num_envs // 2): recv() + send()",
+    games=True,
 )
 def _load_fastvec_async() -> Builder:
     return _fastvec_subproc(2, batched=True)
@@ -161,6 +182,7 @@ def _load_fastvec_async() -> Builder:
     "fastvec-local-async",
     "fastvec.SubprocVecEnv(num_workers=1, local_block=True, batch_size=num_envs // 2): "
     "recv() + send()",
+    games=True,
 )
 def _load_fastvec_local_async() -> Builder:
     return _fastvec_subproc(1, batched=True, local_block=True)
@@ -176,6 +198,31 @@ def _load_gymnasium_async() -> Builder:
 
 
 # ---------------------------------------------------------- optional peers
+
+
+def _supersuit(num_cpus: int) -> Builder:
+    """SuperSuit's vectorization of a PettingZoo game: ``num_cpus=0`` in this process,
+    else that many processes (its multiprocessing vector env)."""
+    import supersuit as ss
+
+    def build(env_fns: list[EnvFn]) -> Driver:
+        vec = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(env_fns[0]()), len(env_fns),
+                                    num_cpus=num_cpus, base_class="gymnasium")
+        return VectorDriver(vec, vec.num_envs)
+
+    return build
+
+
+@system("supersuit", "SuperSuit concat_vec_envs_v1(num_cpus=0): games in this process "
+        "(optional; games only)", envs=False, games=True)
+def _load_supersuit() -> Builder:
+    return _supersuit(0)
+
+
+@system("supersuit-mp", "SuperSuit concat_vec_envs_v1(num_cpus=2): games in 2 processes "
+        "(optional; games only)", envs=False, games=True)
+def _load_supersuit_mp() -> Builder:
+    return _supersuit(2)
 
 
 @system("sb3-subproc", "stable_baselines3 SubprocVecEnv (optional; a process per env)")
@@ -268,6 +315,55 @@ def _load_envpool() -> Builder:
         return EnvPoolDriver(make, n)
 
     return build
+
+
+# ----------------------------------------------------- Ray (named only)
+
+
+def _fastvec_ray(inner: str, batched: bool = False) -> Builder:
+    """``RayVecEnv`` with 2 actors (``num_cpus=0``), each hosting half of the envs in a
+    vector env of its own (``inner``); it starts a loopback-only Ray in the child."""
+    import fastvec
+
+    def build(env_fns: list[EnvFn]) -> Driver:
+        batch_size = len(env_fns) // 2 if batched else None
+        inner_options = {"num_workers": 1} if inner == "subproc" else None
+        vec = fastvec.RayVecEnv(env_fns, num_actors=2, inner=inner, batch_size=batch_size,
+                                copy=True, inner_options=inner_options)
+        return (RecvSendDriver if batched else VectorDriver)(vec, len(env_fns))
+
+    return build
+
+
+@system("fastvec-ray", "fastvec.RayVecEnv(num_actors=2, inner='sync'), step() (needs ray)",
+        "named")
+def _load_fastvec_ray() -> Builder:
+    import ray  # noqa: F401 - unavailable without it
+
+    return _fastvec_ray("sync")
+
+
+@system(
+    "fastvec-ray-subproc",
+    "fastvec.RayVecEnv(num_actors=2, inner='subproc'): each actor steps its block through "
+    "a SubprocVecEnv of 1 worker, step() (needs ray)",
+    "named",
+)
+def _load_fastvec_ray_subproc() -> Builder:
+    import ray  # noqa: F401 - unavailable without it
+
+    return _fastvec_ray("subproc")
+
+
+@system(
+    "fastvec-ray-async",
+    "fastvec.RayVecEnv(num_actors=2, batch_size=num_envs // 2): recv() + send() (needs ray)",
+    "named",
+)
+def _load_fastvec_ray_async() -> Builder:
+    import ray  # noqa: F401 - unavailable without it
+
+    return _fastvec_ray("sync", batched=True)
 
 
 # ------------------------------------------------- many workers (named only)
