@@ -120,7 +120,7 @@ def test_info_env_reports_four_typed_keys() -> None:
     assert info["vector"].dtype == np.float32 and info["vector"].shape == (3,)
 
 
-@pytest.mark.parametrize("name", list(WORKLOADS))
+@pytest.mark.parametrize("name", [n for n, w in WORKLOADS.items() if not w.game])
 def test_workload_runs_in_gymnasium_vector_env(name: str) -> None:
     workload = WORKLOADS[name]
     why = cli.workload_unavailable_reason(name)
@@ -133,6 +133,36 @@ def test_workload_runs_in_gymnasium_vector_env(name: str) -> None:
             vec.step(vec.action_space.sample())
     finally:
         vec.close()
+
+
+@pytest.mark.parametrize("name", [n for n, w in WORKLOADS.items() if w.game])
+def test_game_workload_passes_pettingzoo_api_test_and_runs_as_rows(name: str) -> None:
+    why = cli.workload_unavailable_reason(name)
+    if why:
+        pytest.skip(why)
+    from pettingzoo.test import parallel_api_test
+
+    import fastvec
+
+    parallel_api_test(WORKLOADS[name].make_env(), num_cycles=300)
+    vec = fastvec.SyncVecEnv([WORKLOADS[name].make_env] * 2)
+    try:
+        vec.reset(seed=0)
+        assert vec.num_envs == 4
+        for _ in range(3):
+            vec.step(vec.action_space.sample())
+    finally:
+        vec.close()
+
+
+@pytest.mark.parametrize("system", ["plain", "fastvec-sync", "supersuit"])
+def test_measure_a_game_workload_counts_agent_steps(system: str) -> None:
+    if cli.workload_unavailable_reason("duel") or cli.unavailable_reason(system):
+        pytest.skip("needs pettingzoo (and supersuit)")
+    record = cli.measure(system, "duel", seconds=0.02, warmup=0.0, seed=0)
+    assert record["env_steps"] == record["batches"] * 2 * WORKLOADS["duel"].num_envs
+    assert not systems.SYSTEMS["gymnasium-sync"].runs_on("duel")
+    assert not systems.SYSTEMS["supersuit"].runs_on("cartpole")
 
 
 def test_measure_plain_in_process() -> None:
@@ -383,7 +413,8 @@ def test_default_and_full_selections() -> None:
         "gymnasium-async",
     ]
     full = cli.parse_args(["--full"])
-    everything_but_pong = [w for w in WORKLOADS if w != "pong"]
+    everything_but_pong = [w for w, spec in WORKLOADS.items() if spec.tier != "named"]
+    assert "pong" not in everything_but_pong
     assert full.workloads == everything_but_pong
     assert set(quick.systems) < set(full.systems)
     assert {"fastvec-async", "fastvec-local-async", "fastvec-sync-nocopy", "sb3-subproc",
