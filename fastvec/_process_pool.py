@@ -35,6 +35,7 @@ from fastvec._protocol import (
     ResetRequest,
     Status,
     StepActions,
+    spin_budget_us,
 )
 from fastvec._shared_infos import INFO_BYTES, InfoReader
 from fastvec._shm import SharedBlock, plan_block
@@ -136,7 +137,7 @@ class ProcessPool(Pool):
         self._shared = SharedBlock.create(self._plan)
         arrays = self._shared.arrays
         self._mode = mode
-        self._barrier = Barrier(arrays[Region.BARRIER], self.num_blocks)
+        self._barrier = Barrier(arrays[Region.BARRIER], self.num_blocks, spin_budget_us())
         self.infos = InfoReader(arrays[Region.INFOS], arrays[Region.INFOS_RAW_ONLY],
                                 self._last_infos)
         self._action_views = None if act_layout is None else batch_views(

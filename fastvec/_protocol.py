@@ -19,6 +19,7 @@ CLOSE      no message; the worker closes its envs and exits.
 
 from __future__ import annotations
 
+import os
 from enum import IntEnum
 from typing import Any, NamedTuple
 
@@ -49,6 +50,21 @@ class Status(IntEnum):
     MESSAGE = 2  # a reply follows on the pipe
     MESSAGE_SENT = 3  # a reply is whole on the pipe already
     INFOS = 4  # the step's infos are in the worker's info area
+
+
+SPIN_US_VAR = "FASTVEC_SPIN_US"
+DEFAULT_SPIN_US = 300.0
+
+
+def spin_budget_us() -> float:
+    """The barrier's longest spin per wait, in microseconds, on both sides.
+
+    A waiter spins (yielding its core every few dozen checks) for an adaptive
+    time up to this budget before it sleeps on the futex.  ``$FASTVEC_SPIN_US``
+    overrides the default (0: never spin), for measuring; see benchmarks/README.md.
+    """
+    value = os.environ.get(SPIN_US_VAR)
+    return DEFAULT_SPIN_US if value is None else max(float(value), 0.0)
 
 
 class Region:

@@ -42,6 +42,7 @@ from fastvec._protocol import (
     ResetRequest,
     Status,
     StepActions,
+    spin_budget_us,
 )
 from fastvec._shared_infos import InfoWriter
 from fastvec._shm import SharedBlock
@@ -131,7 +132,7 @@ class _Server:
         self.action_views = None if self.action_layout is None else batch_views(
             self.action_layout, arrays[Region.ACTIONS][self.first:end])
         self.block_action_space = batch_space(action_space, self.count)
-        self.barrier = Barrier(arrays[Region.BARRIER], setup.num_workers)
+        self.barrier = Barrier(arrays[Region.BARRIER], setup.num_workers, spin_budget_us())
         self.barrier.start_worker(index)
         self.control_index: int | None = None  # in the block: the env (game) a control runs on
         self.infos = InfoWriter(arrays[Region.INFOS][index], arrays[Region.INFOS_RAW_ONLY],
