@@ -215,7 +215,14 @@ def send_all(workers: Sequence[WorkerProcess], messages: Sequence[Any]) -> None:
 
     A message that cannot be pickled then raises with no pipe written to: a worker
     given its message while a later one failed would take it for the next request's.
+    A worker found dead is skipped: the command posted next finds it dead and reports
+    it (or restarts it) as a death during that command, so a worker killed between
+    two calls is restarted before a ``reset`` as it is before a ``step``.
     """
     payloads = [ForkingPickler.dumps(message) for message in messages]
     for worker, payload in zip(workers, payloads, strict=True):
-        worker.send_bytes(payload)
+        try:
+            worker.send_bytes(payload)
+        except WorkerError:
+            if worker.alive:
+                raise

@@ -797,3 +797,64 @@ class AnyActionEnv(CountingEnv):
         obs, _, terminated, truncated, info = super().step(0)
         self.last_action = action
         return obs, 0.0, terminated, truncated, info
+
+
+# ---------------------------------------------------------------------------
+# chaos: an env whose every observation says whose it is, and faults on request
+
+CHAOS_RAISE, CHAOS_DIE, CHAOS_SLOW = 999, 998, 997
+"""Actions of :class:`ChaosEnv` that raise, kill its process, or sleep ``slow`` seconds."""
+_chaos_episodes = iter(range(1, 2**24))  # per process: with the pid, unique episode ids
+
+
+class ChaosEnv(gym.Env):
+    """Observation ``[env_id, episode, t, last action]`` (int64), so a row that shows
+    another env's data, a skipped or repeated step, or a lost action is caught.
+
+    ``episode`` is unique per process and episode (``pid << 24 | counter``), so a
+    rebuilt env starts an episode never seen before.  Episodes last 10 to 40 steps
+    (terminated).  Reward: the action.  Actions :data:`CHAOS_RAISE` raise
+    :class:`EnvBoom`, :data:`CHAOS_DIE` SIGKILLs the env's own process (except in
+    ``trainer_pid``, where it raises instead) and :data:`CHAOS_SLOW` sleeps
+    ``slow`` seconds first; ``reset(options={"raise_in_reset": ids})`` raises in
+    the envs named.  ``info["t"]`` on every third step.
+    """
+
+    metadata: dict[str, Any] = {}
+
+    def __init__(self, env_id: int = 0, trainer_pid: int | None = None, slow: float = 0.002):
+        self.env_id, self.trainer_pid, self.slow = env_id, trainer_pid, slow
+        self.observation_space = spaces.Box(-1, 2**62, shape=(4,), dtype=np.int64)
+        self.action_space = spaces.Discrete(1000)
+        self.episode, self.t, self.last, self.length = 0, 0, -1, 0
+
+    def _obs(self) -> np.ndarray:
+        return np.array([self.env_id, self.episode, self.t, self.last], dtype=np.int64)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        if options and self.env_id in options.get("raise_in_reset", ()):
+            raise EnvBoom(f"env {self.env_id} raised in reset on purpose")
+        self.episode = os.getpid() << 24 | next(_chaos_episodes)
+        self.t, self.last = 0, -1
+        self.length = 10 + self.episode % 31
+        return self._obs(), {}
+
+    def step(self, action):
+        action = int(action)
+        if action == CHAOS_RAISE:
+            raise EnvBoom(f"env {self.env_id} raised in step on purpose")
+        if action == CHAOS_DIE:
+            if os.getpid() == self.trainer_pid:
+                raise EnvBoom(f"env {self.env_id} would have killed the trainer")
+            os.kill(os.getpid(), signal.SIGKILL)
+        if action == CHAOS_SLOW:
+            time.sleep(self.slow)
+        self.t += 1
+        self.last = action
+        info = {"t": self.t} if self.t % 3 == 0 else {}
+        return self._obs(), float(action), self.t >= self.length, False, info
+
+    def ping(self, delay: float = 0.0) -> int:
+        """For ``call``: sleep ``delay`` seconds, then return ``env_id``."""
+        time.sleep(delay)
+        return self.env_id

@@ -35,3 +35,9 @@ def obs_views(envs: Any) -> Any:
 def infos_raw_only(envs: Any) -> bool:
     """Whether the workers were told to send raw infos only."""
     return envs._pool.infos_raw_only
+
+
+def block_bounds(envs: Any) -> list[tuple[int, int]]:
+    """The ``(start, stop)`` rows of each block (with ``local_block``, block 0 is the
+    trainer's and block ``b`` is worker ``b - 1``'s)."""
+    return list(envs._pool.bounds)
