@@ -6,7 +6,12 @@ semantics, so trainers written for Gymnasium work unchanged.
 - :class:`SyncVecEnv`: every env in this process.
 - :class:`SubprocVecEnv`: envs in worker processes, through shared memory; also
   async batches (``async_reset``/``recv``/``send``).
+- :class:`RayVecEnv`: blocks of envs in Ray actors, on one machine or a cluster
+  (needs the ``ray`` extra; Ray is imported when the first one is made, so
+  ``import fastvec`` works without it).
 - :func:`make`: a vector env from a registered id, like ``gymnasium.make_vec``.
+- :func:`make_multiagent`: PettingZoo games as rows, one per seat (self-play:
+  :mod:`fastvec.selfplay`).
 - :func:`tile_images`: the frames of ``render()`` as one image.
 - :mod:`fastvec.errors`: the errors fastvec raises.
 
@@ -29,6 +34,7 @@ try:
         autoreset,
         barrier,
         flatten,
+        games,
         infos,
         rows,
         stacking,
@@ -44,9 +50,13 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
 
 from fastvec import errors
 from fastvec.make import make
+from fastvec.multiagent import make_multiagent
+from fastvec.ray_env import RayVecEnv
 from fastvec.subproc_env import SubprocVecEnv
 from fastvec.sync_env import SyncVecEnv
 from fastvec.tiling import tile_images
 
-__all__ = ["SubprocVecEnv", "SyncVecEnv", "errors", "make", "tile_images"]
+__all__ = ["RayVecEnv", "SubprocVecEnv", "SyncVecEnv", "errors", "make", "make_multiagent",
+           "tile_images"]
 __version__ = "0.1.0"
+

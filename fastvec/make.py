@@ -12,7 +12,7 @@ from gymnasium.envs.registration import EnvSpec, VectorizeMode
 
 __all__ = ["make"]
 
-BACKENDS = ("sync", "subproc")
+BACKENDS = ("sync", "subproc", "ray")
 # Gymnasium's ``vectorization_mode`` names, so ``gym.make_vec`` arguments carry over.
 _ALIASES = {VectorizeMode.SYNC.value: "sync", VectorizeMode.ASYNC.value: "subproc"}
 
@@ -35,9 +35,10 @@ def make(
         env_id: A registered id (``"CartPole-v1"``), an ``EnvSpec``, or a callable
             returning a ``gymnasium.Env`` (called with ``env_kwargs``).
         num_envs: How many copies to run.
-        backend: ``"sync"`` (``SyncVecEnv``, in this process) or ``"subproc"``
-            (``SubprocVecEnv``, worker processes). Gymnasium's mode names are
-            accepted too: ``"async"`` means ``"subproc"``.
+        backend: ``"sync"`` (``SyncVecEnv``, in this process), ``"subproc"``
+            (``SubprocVecEnv``, worker processes) or ``"ray"`` (``RayVecEnv``, Ray
+            actors; needs the ``ray`` extra). Gymnasium's mode names are accepted
+            too: ``"async"`` means ``"subproc"``.
         vector_kwargs: Keyword arguments for the vector env class, e.g.
             ``{"num_workers": 2, "autoreset_mode": "same_step"}``.
         wrappers: Wrappers applied to each env, in order (``wrapper(env)``).
@@ -75,10 +76,14 @@ def make(
         from fastvec.sync_env import SyncVecEnv
 
         envs: gym.vector.VectorEnv = SyncVecEnv(env_fns, **(vector_kwargs or {}))
-    else:
+    elif backend_name == "subproc":
         from fastvec.subproc_env import SubprocVecEnv
 
         envs = SubprocVecEnv(env_fns, **(vector_kwargs or {}))
+    else:
+        from fastvec.ray_env import RayVecEnv
+
+        envs = RayVecEnv(env_fns, **(vector_kwargs or {}))
     if spec is not None:
         envs.spec = copy.deepcopy(spec)
         envs.spec.kwargs = {**spec.kwargs, **env_kwargs}

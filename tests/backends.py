@@ -5,7 +5,9 @@
 driven through :class:`FullBatches`, so that the full-batch contract tests run
 against ``async_reset`` / ``recv`` / ``send``) and ``"subproc-local"``
 (``SubprocVecEnv(local_block=True)``: the first block steps in the trainer's
-process, up to 2 workers the rest; it needs at least 2 envs).  ``tests/conftest.py`` turns them
+process, up to 2 workers the rest; it needs at least 2 envs) and ``"ray"`` (``RayVecEnv``
+with 2 actors on the one Ray session the whole test run shares, bound to 127.0.0.1;
+skipped when Ray is not installed).  ``tests/conftest.py`` turns them
 into the ``backend`` fixture and ``make_envs``; with ``--impl gymnasium`` the
 subprocess backends are Gymnasium's ``AsyncVectorEnv`` (async batches are skipped:
 Gymnasium has none).
@@ -36,7 +38,9 @@ __all__ = [
     "ASYNC",
     "BACKENDS",
     "LOCAL",
+    "RAY",
     "SUBPROCESS_BACKENDS",
+    "WORKER_BACKENDS",
     "FullBatches",
     "is_gymnasium",
     "make",
@@ -47,15 +51,21 @@ __all__ = [
 ]
 
 SYNC, SUBPROC, ASYNC, LOCAL = "sync", "subproc", "subproc-async", "subproc-local"
-BACKENDS = (SYNC, SUBPROC, ASYNC, LOCAL)
-SUBPROCESS_BACKENDS = (SUBPROC, ASYNC, LOCAL)
+RAY = "ray"
+BACKENDS = (SYNC, SUBPROC, ASYNC, LOCAL, RAY)
+# Envs in other processes (errors come back as WorkerError); all but RAY start workers.
+SUBPROCESS_BACKENDS = (SUBPROC, ASYNC, LOCAL, RAY)
+WORKER_BACKENDS = (SUBPROC, ASYNC, LOCAL)
+RAY_ACTORS = 2
 CONTEXT = "fork"
 SUBPROC_WORKERS = 4
 
 
 def marks(backend: str) -> list[pytest.MarkDecorator]:
     """The markers a test on ``backend`` carries (``subprocess``: the leak check)."""
-    return [pytest.mark.subprocess] if backend in SUBPROCESS_BACKENDS else []
+    if backend == RAY:  # Ray's own processes live for the whole run: no leak check
+        return [pytest.mark.ray]
+    return [pytest.mark.subprocess] if backend in WORKER_BACKENDS else []
 
 
 def param(backend: str, *values: Any, id: str | None = None) -> Any:  # noqa: A002
@@ -81,6 +91,12 @@ def make(impl: Any, backend: str, env_fns: Sequence[Callable[[], gym.Env]],
     """A vector env of ``impl`` for ``backend``; ``kwargs`` go to its constructor."""
     if backend == SYNC:
         return impl.SyncVecEnv(env_fns, **kwargs)
+    if backend == RAY:
+        if is_gymnasium(impl):
+            pytest.skip("RayVecEnv is fastvec-only; --impl gymnasium")
+        if env_fns:
+            kwargs.setdefault("num_actors", min(RAY_ACTORS, len(env_fns)))
+        return impl.RayVecEnv(env_fns, **kwargs)
     if backend not in SUBPROCESS_BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; expected one of {BACKENDS}")
     kwargs.setdefault("context", CONTEXT)

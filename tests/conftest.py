@@ -16,6 +16,10 @@ build a vector env of it (closed after the test).
 
 Tests marked ``subprocess`` are checked for leaks afterwards: no live worker
 processes, nothing new in ``/dev/shm`` (see ``tests/leaks.py``).
+
+Tests marked ``ray`` share one Ray (``ray_session``), started on first use,
+bound to 127.0.0.1, and shut down at the end of the run; they are skipped when
+Ray is not installed.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from __future__ import annotations
 import functools
 import gc
 import importlib
+import os
 import types
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -31,7 +36,9 @@ import gymnasium as gym
 import pytest
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
-from tests import backends, leaks
+from tests import backends, leaks, ray_head
+
+ray_head.set_environment()  # before anything imports Ray
 
 CHILD_GRACE_SECONDS = 2.0  # for workers that are exiting to be reaped
 SHM_GRACE_SECONDS = 0.5
@@ -217,9 +224,38 @@ def make_subproc(vec_envs: VecEnvs) -> Callable[..., Any]:
     return vec_envs.make_subproc
 
 
+@pytest.fixture(scope="session")
+def ray_session() -> Any:
+    """The one Ray of the test run (skip without Ray): 2 CPUs, 127.0.0.1 only, no dashboard.
+
+    Started with ``ray start --head`` (``tests/ray_head.py``), so that its processes
+    are not children of this one, and stopped at the end of the run.  Actors ask for
+    ``num_cpus=0`` (``RayVecEnv``'s default), so any number fit.
+    """
+    ray = pytest.importorskip("ray")
+    if ray.is_initialized():
+        yield ray
+        return
+    from ray._private import ray_constants
+
+    # Ray's single-machine mode in this process too (Ray reads the variable when it is
+    # imported), or it would resolve 127.0.0.1 to the machine's address and connect there.
+    ray_constants.ENABLE_RAY_CLUSTER = False
+    os.environ.update(ray_head.LOOPBACK_ENV)
+    address, temp_dir = ray_head.start(num_cpus=2)
+    try:
+        ray.init(address=address, _node_ip_address="127.0.0.1", log_to_driver=False)
+        yield ray
+    finally:
+        ray.shutdown()
+        ray_head.stop(temp_dir)
+
+
 @pytest.fixture(params=[pytest.param(b, marks=backends.marks(b)) for b in backends.BACKENDS])
 def backend(request: pytest.FixtureRequest) -> str:
     """The backend a contract test runs on: each of ``tests.backends.BACKENDS``."""
+    if request.param == backends.RAY and request.config.getoption("--impl") != "gymnasium":
+        request.getfixturevalue("ray_session")
     return request.param
 
 

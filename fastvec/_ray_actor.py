@@ -1,0 +1,207 @@
+"""The Ray actor's side of ``RayVecEnv``: one block of envs behind a fastvec vector env.
+
+``BlockHost`` is a plain class; ``fastvec._ray_pool`` makes it a Ray actor with
+``ray.remote`` (so this module does not import Ray).  It builds its block's envs
+from cloudpickled env fns and hosts them in a ``SyncVecEnv`` (``inner="sync"``:
+stepped in the actor's process) or a ``SubprocVecEnv`` (``inner="subproc"``:
+worker processes on the actor's node), created with the outer autoreset mode.
+The actor steps that vector env's pool directly, so that the envs' raw infos
+come back (the trainer batches the infos of all blocks in env order, as
+Gymnasium does) and episode statistics stay in the trainer.
+
+One remote call per step: ``step`` returns the block's results packed in one
+uint8 array (:func:`pack`: rewards, observation records, terminations,
+truncations, needs-reset), or a tuple ``(packed, entries, objects)`` when the
+envs returned infos or the observations have no record layout.  Errors come
+back as ``ErrorReport`` values (``fastvec._protocol``) with the env's index in
+the whole vector env, never as exceptions, so the trainer can tell an env that
+raised (a value) from an actor that died (Ray's ``RayActorError``).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import traceback
+from typing import Any
+
+import cloudpickle
+import numpy as np
+
+from fastvec._protocol import ErrorReport, Hello
+from fastvec.errors import ObservationError, SpacesMismatchError, WorkerError
+
+__all__ = ["BlockHost", "pack", "packed_size", "unpack"]
+
+Reply = Any  # np.ndarray | tuple[np.ndarray, list | None, list | None] | ErrorReport
+
+
+def packed_size(count: int, record_size: int) -> int:
+    """Bytes of a block's packed results: rewards, records, three flags per env."""
+    return count * (8 + record_size + 3)
+
+
+def unpack(packed: np.ndarray, count: int, record_size: int) -> tuple[np.ndarray, ...]:
+    """Views of a packed block: ``(rewards, records, terminations, truncations, needs_reset)``."""
+    rewards = packed[:8 * count].view(np.float64)
+    end = 8 * count + count * record_size
+    records = packed[8 * count:end].reshape(count, record_size)
+    flags = packed[end:end + 3 * count].view(np.bool_)
+    return rewards, records, flags[:count], flags[count:2 * count], flags[2 * count:]
+
+
+def pack(out: np.ndarray, buffers: Any, records: np.ndarray | None) -> np.ndarray:
+    """The block's results from ``buffers`` (and observation ``records``) into ``out``."""
+    count = len(buffers.rewards)
+    rewards, rows, terminations, truncations, needs_reset = unpack(
+        out, count, 0 if records is None else records.shape[1])
+    rewards[:] = buffers.rewards
+    if records is not None:
+        rows[:] = records
+    terminations[:] = buffers.terminations
+    truncations[:] = buffers.truncations
+    needs_reset[:] = buffers.needs_reset
+    return out
+
+
+def _built(env: Any) -> Any:
+    return env
+
+
+class BlockHost:
+    """Envs ``first:first + count`` of a vector env, in a fastvec vector env of their own."""
+
+    def __init__(self, env_fns_bytes: bytes, first: int, inner: str, mode: Any,
+                 inner_options: dict | None = None) -> None:
+        self.first = first
+        self.inner = inner
+        self.mode = mode
+        self.inner_options = dict(inner_options or {})
+        self.env_fns_bytes = env_fns_bytes
+        self.vec: Any = None
+        self.envs: list = []
+
+    # -- start-up --------------------------------------------------------------------
+
+    def hello(self) -> Hello | ErrorReport:
+        """Build the envs and the vector env hosting them; their spaces, or why not."""
+        building = None
+        try:
+            env_fns = cloudpickle.loads(self.env_fns_bytes)
+            if self.inner == "subproc":
+                from fastvec.subproc_env import SubprocVecEnv
+
+                self.vec = SubprocVecEnv(env_fns, autoreset_mode=self.mode, copy=False,
+                                         **self.inner_options)
+                spaces = [(self.vec.single_observation_space, self.vec.single_action_space)]
+                spaces *= len(env_fns)
+            else:
+                for building, env_fn in enumerate(env_fns):
+                    self.envs.append(env_fn())
+                building = None
+                spaces = [(env.observation_space, env.action_space) for env in self.envs]
+                if any(pair != spaces[0] for pair in spaces):
+                    first = self.envs[0]
+                    return Hello(first.observation_space, first.action_space,
+                                 dict(first.metadata), first.render_mode, spaces)
+                from fastvec.sync_env import SyncVecEnv
+
+                self.vec = SyncVecEnv([functools.partial(_built, env) for env in self.envs],
+                                      autoreset_mode=self.mode, copy=False)
+        except BaseException as exc:  # noqa: B036 - reported to the trainer
+            return self._report(exc, building)
+        vec = self.vec
+        self.pool = vec._pool
+        self.blocks = list(range(self.pool.num_blocks))
+        self.buffers = self.pool.buffers
+        self.records = getattr(self.buffers.obs, "rows", None)
+        self.objects = getattr(self.buffers.obs, "objects", None)
+        count = vec.num_envs
+        record_size = 0 if self.records is None else self.records.shape[1]
+        self.out = np.zeros(packed_size(count, record_size), dtype=np.uint8)
+        return Hello(vec.single_observation_space, vec.single_action_space,
+                     dict(vec.metadata), vec.render_mode, spaces)
+
+    def ready(self) -> bool:
+        """True (a call that returns once the actor is up)."""
+        return True
+
+    # -- commands --------------------------------------------------------------------
+
+    def step(self, actions: Any) -> Reply:
+        """Step the block with its actions (a checked batch for its envs, in order)."""
+        try:
+            self.pool.post_step(self.blocks, actions, self.vec._actions)
+            _, entries = self.pool.collect(self.blocks, "a step")
+        except BaseException as exc:  # noqa: B036 - reported to the trainer
+            return self._report(exc, self._current())
+        return self._reply(entries)
+
+    def reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> Reply:
+        """Reset the block's envs (those in ``mask``) with per-env seeds."""
+        pool = self.pool
+        blocks = [b for b, (a, z) in enumerate(pool.bounds) if mask is None or mask[a:z].any()]
+        where = slice(None) if mask is None else mask
+        try:
+            pool.post_reset(blocks, seeds, options, mask)
+            _, entries = pool.collect(blocks, "a reset", restart_truncates=False)
+        except BaseException as exc:  # noqa: B036 - reported to the trainer
+            return self._report(exc, self._current())
+        self.buffers.clear(where)
+        return self._reply(entries)
+
+    def control(self, fn_bytes: bytes, targets: list[int], args_per_env: list | None
+                ) -> list | ErrorReport:
+        """``fn(env, *args)`` for the block's envs ``targets`` (counted from its first)."""
+        fn = cloudpickle.loads(fn_bytes)
+        if self.inner == "subproc":
+            try:
+                return self.pool.control(fn, targets, args_per_env, "a call")
+            except BaseException as exc:  # noqa: B036 - reported to the trainer
+                return self._report(exc, None)
+        results = []
+        for j, k in enumerate(targets):
+            try:
+                args = () if args_per_env is None else args_per_env[j]
+                results.append(fn(self.envs[k], *args))
+            except BaseException as exc:  # noqa: B036 - reported to the trainer
+                return self._report(exc, k)
+        return results
+
+    def close(self) -> None:
+        """Close the hosted vector env (and its envs)."""
+        if self.vec is not None:
+            self.vec.close()
+            self.vec = None
+        elif self.envs:
+            for env in self.envs:
+                env.close()
+        self.envs = []
+
+    # -- replies ---------------------------------------------------------------------
+
+    def _reply(self, entries: list) -> Reply:
+        packed = pack(self.out, self.buffers, self.records)
+        if not entries and self.objects is None:
+            return packed
+        entries = [(i + self.first, info) for i, info in entries]
+        return packed, entries or None, self.objects
+
+    def _current(self) -> int | None:
+        """The env (in the block) that was running, for an in-process block."""
+        if self.inner == "subproc":
+            return None
+        return self.pool.block.block.current
+
+    def _report(self, exc: BaseException, env_index: int | None) -> ErrorReport:
+        """``exc`` as an ``ErrorReport`` naming the env by its index in the whole vector env."""
+        if isinstance(exc, WorkerError) and exc.env_index is not None:
+            env_index = exc.env_index  # from the inner SubprocVecEnv
+        index = None if env_index is None else env_index + self.first
+        message = str(exc)
+        if isinstance(exc, (ObservationError, SpacesMismatchError, WorkerError)):
+            # name envs by their index in the whole vector env, not in this block
+            message = re.sub(r"\benv (\d+)", lambda m: f"env {int(m[1]) + self.first}", message)
+        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
+        return ErrorReport(index, type(exc).__name__, message, text,
+                           isinstance(exc, ObservationError))

@@ -1,0 +1,372 @@
+"""RayPool: one Ray actor per block of envs, one remote call per actor per step.
+
+The trainer's side of ``fastvec._ray_actor``.  Each block's actor hosts a
+fastvec vector env over the block (``inner="sync"`` or ``"subproc"``); a step
+posts one ``step`` call per actor with the block's slice of the checked actions
+and ``collect`` waits for the replies with ``ray.wait`` (earliest posted first,
+so async batches take the first actors ready without starving the others),
+then copies each packed reply into the trainer's buffers.  Ray's object store
+carries large replies (read in place on the same node).
+
+Failures follow ``fastvec._pool``'s policy: an env that raised comes back as an
+``ErrorReport`` (a ``WorkerError`` naming the env and the actor, the remote
+traceback as ``__cause__``); an actor whose call fails inside Ray (its process
+or node died) is a ``WorkerError`` too and leaves the pool unusable, unless
+``on_failure="restart"`` replaces the actor (Ray places it on a live node).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import cloudpickle
+import numpy as np
+from gymnasium import spaces
+
+from fastvec._actions import ActionChecker
+from fastvec._buffers import Buffers
+from fastvec._layout import layout_of
+from fastvec._obs_store import make_obs_store
+from fastvec._pool import Entries, Pool
+from fastvec._procs import RemoteTraceback
+from fastvec._protocol import ErrorReport, Hello
+from fastvec._ray_actor import BlockHost, unpack
+from fastvec.errors import (
+    ObservationError,
+    SpacesMismatchError,
+    WorkerError,
+    WorkerTimeout,
+)
+
+__all__ = ["RayPool", "start_local_ray", "take_rows"]
+
+STARTUP_SECONDS = 300.0  # building envs may be slow, but not forever
+SLICE_SECONDS = 0.1  # how often a wait returns to check the deadline
+CLOSE_GRACE_SECONDS = 2.0
+LOOPBACK_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's single-machine mode
+DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "scheduling_strategy": "SPREAD", "max_restarts": 0}
+
+
+def start_local_ray() -> bool:
+    """Start a loopback-only, single-machine Ray unless one is up; whether this started it.
+
+    An unauthenticated Ray must never listen on the network: the Ray fastvec starts
+    binds 127.0.0.1 (Ray's single-machine mode, ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``)
+    and has no dashboard.  Joining a cluster is the trainer's own ``ray.init(address=...)``.
+    """
+    import ray
+    from ray._private import ray_constants
+
+    if ray.is_initialized():
+        return False
+    # Ray reads the variable when it is imported (here, and in the processes it starts);
+    # the trainer may have imported Ray before, so its constant is set for the start too.
+    # Both are put back afterwards: a later ray.init(address=...) of the trainer's own
+    # must not be confined to this machine.
+    saved_env = os.environ.get(LOOPBACK_VAR)
+    saved_constant = ray_constants.ENABLE_RAY_CLUSTER
+    if saved_env is None:
+        os.environ[LOOPBACK_VAR] = "0"
+    if os.environ[LOOPBACK_VAR] == "0":
+        ray_constants.ENABLE_RAY_CLUSTER = False
+    try:
+        ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False)
+    finally:
+        ray_constants.ENABLE_RAY_CLUSTER = saved_constant
+        if saved_env is None:
+            os.environ.pop(LOOPBACK_VAR, None)
+    return True
+
+
+def take_rows(space: spaces.Space, batch: Any, rows: slice | np.ndarray) -> Any:
+    """The rows ``rows`` of a checked batch of ``space`` (dict/tuple batches leaf by leaf)."""
+    if type(batch) is np.ndarray:
+        return batch[rows]
+    if isinstance(space, spaces.Dict):
+        return {key: take_rows(sub, batch[key], rows) for key, sub in space.spaces.items()}
+    if isinstance(space, spaces.Tuple):
+        return tuple(take_rows(sub, part, rows) for sub, part in zip(space.spaces, batch,
+                                                                      strict=True))
+    if isinstance(rows, slice):
+        return batch[rows]
+    return type(batch)(batch[k] for k in rows.tolist())
+
+
+class RayPool(Pool):
+    """Ray actors, one per block of ``bounds``, each hosting its block in a vector env.
+
+    After construction ``hello`` holds the envs' spaces, metadata and render mode.
+    """
+
+    owner = "RayVecEnv"
+
+    def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], inner: str,
+                 mode: Any, copy: bool, actor_options: dict | None, inner_options: dict | None,
+                 timeout: float | None, on_failure: str, started_ray: bool = False) -> None:
+        import ray
+
+        self._ray = ray
+        self.bounds = bounds
+        self.timeout = timeout
+        self.on_failure = on_failure
+        self._inner, self._mode, self._inner_options = inner, mode, inner_options
+        self._options = {**DEFAULT_ACTOR_OPTIONS, **(actor_options or {})}
+        self._actor_class = ray.remote(BlockHost)
+        self._env_fns_bytes = [cloudpickle.dumps(list(env_fns[a:b])) for a, b in bounds]
+        self._actors: list[Any] = [None] * len(bounds)
+        self._refs: list[Any] = [None] * len(bounds)
+        self._posted_at = np.zeros(len(bounds))
+        self._dead: set[int] = set()
+        self.started_ray = started_ray  # close() shuts that Ray down
+        try:
+            for b in range(self.num_blocks):
+                self._actors[b] = self._start_actor(b)
+            hellos = self._hellos(range(self.num_blocks), "building its envs")
+            self._check_spaces(hellos)
+            self.hello = hellos[0]
+            self._setup_buffers(copy)
+        except BaseException:
+            self.close(terminate=True)
+            raise
+
+    # -- start-up --------------------------------------------------------------------
+
+    def _start_actor(self, b: int) -> Any:
+        return self._actor_class.options(**self._options).remote(
+            self._env_fns_bytes[b], self.bounds[b][0], self._inner, self._mode,
+            self._inner_options)
+
+    def _hellos(self, blocks: Sequence[int], what: str) -> list[Hello]:
+        for b in blocks:
+            self._refs[b] = self._actors[b].hello.remote()
+            self._posted_at[b] = time.monotonic()
+        replies = self._gather(list(blocks), what, deadline_seconds=STARTUP_SECONDS)
+        for b in blocks:
+            if isinstance(replies[b], BaseException):
+                raise replies[b]
+        return [replies[b] for b in blocks]
+
+    def _check_spaces(self, hellos: list[Hello]) -> None:
+        expected = (hellos[0].observation_space, hellos[0].action_space)
+        for hello, (start, _) in zip(hellos, self.bounds, strict=True):
+            for index, pair in enumerate(hello.env_spaces, start=start):
+                if pair != expected:
+                    raise SpacesMismatchError(
+                        f"env {index} has spaces ({pair[0]}, {pair[1]}); expected "
+                        f"({expected[0]}, {expected[1]}) as env 0")
+
+    def _setup_buffers(self, copy: bool) -> None:
+        n = self.bounds[-1][1]
+        space = self.hello.observation_space
+        layout = layout_of(space)
+        self._record_size = 0 if layout is None else layout.record_size
+        self._action_space = self.hello.action_space
+        self.buffers = Buffers.allocate(make_obs_store(space, n, copy), n)
+
+    # -- commands --------------------------------------------------------------------
+
+    def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
+                  env_ids: np.ndarray | None = None) -> None:
+        now = time.monotonic()
+        for b in blocks:
+            start, stop = self.bounds[b]
+            rows = slice(start, stop) if env_ids is None else _rows_of(env_ids, start, stop)
+            part = take_rows(self._action_space, actions, rows)
+            self._refs[b] = self._actors[b].step.remote(part)
+            self._posted_at[b] = now
+
+    def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
+                   mask: np.ndarray | None) -> None:
+        now = time.monotonic()
+        for b in blocks:
+            start, stop = self.bounds[b]
+            self._refs[b] = self._actors[b].reset.remote(
+                seeds[start:stop], options, None if mask is None else mask[start:stop])
+            self._posted_at[b] = now
+
+    def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
+                restart_truncates: bool = True) -> tuple[list[int], Entries]:
+        replies = self._gather(list(blocks), what, want)
+        for b, reply in replies.items():
+            if not isinstance(reply, BaseException):
+                replies[b] = self._receive(b, reply)
+        return self.settle(replies, restart_truncates)
+
+    def drain(self, blocks: Sequence[int], what: str) -> None:
+        for b, reply in self._gather(list(blocks), what).items():
+            if not isinstance(reply, BaseException):
+                self._receive(b, reply)  # as a step would, so later results stay the same
+
+    def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
+                what: str) -> list:
+        fn_bytes = cloudpickle.dumps(fn)
+        blocks = []
+        now = time.monotonic()
+        for b, (start, stop) in enumerate(self.bounds):
+            local = [k for k, i in enumerate(targets) if start <= i < stop]
+            if not local:
+                continue
+            args = None if args_per_env is None else [args_per_env[k] for k in local]
+            self._refs[b] = self._actors[b].control.remote(
+                fn_bytes, [targets[k] - start for k in local], args)
+            self._posted_at[b] = now
+            blocks.append(b)
+        replies = self._gather(blocks, what)
+        failures = [replies[b] for b in blocks if isinstance(replies[b], BaseException)]
+        if failures:  # the lowest env's first, whichever finished first
+            self.note_dead(failures)
+            raise failures[0]
+        return [value for b in blocks for value in replies[b]]
+
+    def _receive(self, b: int, reply: Any) -> Entries:
+        """Copy a step or reset reply into the buffers; its info entries."""
+        entries = objects = None
+        if type(reply) is tuple:
+            reply, entries, objects = reply
+        start, stop = self.bounds[b]
+        rewards, records, terminations, truncations, needs_reset = unpack(
+            reply, stop - start, self._record_size)
+        buffers = self.buffers
+        buffers.rewards[start:stop] = rewards
+        if self._record_size:
+            buffers.obs.rows[start:stop] = records  # type: ignore[attr-defined]
+        buffers.terminations[start:stop] = terminations
+        buffers.truncations[start:stop] = truncations
+        buffers.needs_reset[start:stop] = needs_reset
+        if objects is not None:
+            buffers.obs.receive(start, objects)
+        return entries or []
+
+    # -- waiting ---------------------------------------------------------------------
+
+    def _gather(self, blocks: list[int], what: str, want: int | None = None,
+                deadline_seconds: float | None = None) -> dict[int, Any]:
+        """Replies of ``want`` (default: all) of ``blocks``, earliest posted first.
+
+        A reply is the actor's return value, or an exception (its env raised, or
+        the actor died).  A timeout or an interrupt leaves the pool unusable.
+        """
+        try:
+            return self._wait(blocks, what, len(blocks) if want is None else want,
+                              deadline_seconds or self.timeout)
+        except BaseException as exc:
+            if self.broken is None:
+                self.broken = f"{type(exc).__name__} while waiting for {what}"
+            raise
+
+    def _wait(self, blocks: list[int], what: str, want: int, limit: float | None
+              ) -> dict[int, Any]:
+        ray = self._ray
+        by_ref = {self._refs[b]: b for b in sorted(blocks, key=self._posted_at.__getitem__)}
+        replies: dict[int, Any] = {}
+        while len(replies) < want:
+            ready, _ = ray.wait(list(by_ref), num_returns=want - len(replies),
+                                timeout=SLICE_SECONDS)
+            for ref in ready:
+                b = by_ref.pop(ref)
+                replies[b] = self._value(b, ref, what)
+            if len(replies) < want and limit:
+                now = time.monotonic()
+                late = [b for b in by_ref.values() if now - self._posted_at[b] > limit]
+                if late:
+                    self.broken = f"an actor exceeded the {limit} s timeout"
+                    raise WorkerTimeout(f"actors {sorted(late)} did not finish {what} within "
+                                        f"timeout={limit} s")
+        return replies
+
+    def _value(self, b: int, ref: Any, what: str) -> Any:
+        """Actor ``b``'s reply, or the exception it stands for."""
+        try:
+            value = self._ray.get(ref)
+        except self._ray.exceptions.RayError as exc:
+            return self._died(b, exc, what)
+        if isinstance(value, ErrorReport):
+            return self._error(b, value, what)
+        return value
+
+    def _died(self, b: int, exc: BaseException, what: str) -> WorkerError:
+        start, stop = self.bounds[b]
+        self._dead.add(b)
+        error = WorkerError(f"actor {b} (envs {start}..{stop - 1}) died during {what}: "
+                            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
+                            worker_index=b)
+        error.__cause__ = exc
+        return error
+
+    def _error(self, b: int, report: ErrorReport, what: str) -> BaseException:
+        index = report.env_index
+        where = f"env {index} (actor {b})" if index is not None else f"actor {b}"
+        exc: BaseException
+        if report.is_observation_error:
+            exc = ObservationError(report.message)
+        elif report.type_name == "SpacesMismatchError":
+            start, stop = self.bounds[b]
+            exc = SpacesMismatchError(f"{report.message} (actor {b}: envs {start}..{stop - 1})")
+        else:
+            exc = WorkerError(f"{where} raised {report.type_name} during {what}: "
+                              f"{report.message}", env_index=index, worker_index=b)
+        exc.__cause__ = RemoteTraceback(report.traceback)
+        return exc
+
+    def note_dead(self, failures: Any) -> None:
+        for exc in failures:
+            if isinstance(exc, WorkerError) and exc.worker_index in self._dead:
+                self.broken = str(exc)
+                return
+
+    # -- restart and shutdown --------------------------------------------------------
+
+    def rebuild(self, b: int) -> Entries:
+        self._kill(b)
+        self._dead.discard(b)
+        self._actors[b] = self._start_actor(b)
+        try:
+            self._hellos([b], "building its envs after a restart")
+            start, stop = self.bounds[b]
+            self._refs[b] = self._actors[b].reset.remote([None] * (stop - start), None, None)
+            self._posted_at[b] = time.monotonic()
+            reply = self._gather([b], "a reset after restart")[b]
+        except BaseException:
+            self.broken = f"actor {b} failed again right after a restart"
+            raise
+        if isinstance(reply, BaseException):
+            self.broken = f"actor {b} failed again right after a restart"
+            raise reply
+        return self._receive(b, reply)
+
+    def _kill(self, b: int) -> None:
+        actor, self._actors[b] = self._actors[b], None
+        if actor is not None:
+            try:
+                self._ray.kill(actor, no_restart=True)
+            except Exception:  # noqa: S110 - already gone
+                pass
+
+    def close(self, timeout: float | None = None, terminate: bool = False,
+              pending: Sequence[int] = ()) -> None:
+        live = [b for b, actor in enumerate(self._actors)
+                if actor is not None and b not in self._dead]
+        if not terminate and live and self._ray.is_initialized():
+            grace = CLOSE_GRACE_SECONDS if timeout is None else max(timeout, 0.0)
+            try:  # each actor finishes what it has (pending steps), then closes its envs
+                refs = [self._actors[b].close.remote() for b in live]
+                self._ray.wait(refs, num_returns=len(refs), timeout=grace)
+            except Exception:  # noqa: S110 - the actors are killed below
+                pass
+        for b in range(len(self._actors)):
+            self._kill(b)
+        self._refs = [None] * len(self._refs)
+        if self.__dict__.pop("started_ray", False):
+            self._ray.shutdown()
+
+
+def _rows_of(env_ids: np.ndarray, start: int, stop: int) -> slice | np.ndarray:
+    """Where the envs ``start:stop`` sit in a batch for ``env_ids``, in env order."""
+    where = np.flatnonzero((env_ids >= start) & (env_ids < stop))
+    where = where[np.argsort(env_ids[where], kind="stable")]
+    if len(where) and where[-1] - where[0] == len(where) - 1 and (np.diff(where) == 1).all():
+        return slice(int(where[0]), int(where[-1]) + 1)
+    return where

@@ -1,0 +1,147 @@
+"""RayVecEnv: the same vector env over Ray actors, one actor per block of envs.
+
+The vector env's API over a ``RayPool`` (``fastvec._ray_pool``); each actor
+hosts its block in a ``SyncVecEnv`` or a ``SubprocVecEnv`` of its own
+(``fastvec._ray_actor``).  Async batches (``async_reset`` / ``recv`` / ``send``)
+are kept by an ``AsyncBatches`` (``fastvec._async``), as in ``SubprocVecEnv``.
+See ``docs/distributed.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium.vector import AutoresetMode
+
+from fastvec._arguments import parse_autoreset_mode
+from fastvec._async import AsyncBatches, check_batch_size
+from fastvec._base import BatchedVecEnv
+from fastvec._call_state import CallState
+from fastvec._pool import FAILURE_POLICIES, split_blocks
+from fastvec.subproc_env import SubprocVecEnv
+
+__all__ = ["RayVecEnv"]
+
+INNER = ("sync", "subproc")
+
+
+class RayVecEnv(BatchedVecEnv):
+    """Runs envs in Ray actors, a contiguous block of envs per actor, one call per step.
+
+    Needs Ray (``pip install "fastvec[ray]"``).  If Ray is not initialized, a local
+    Ray is started, bound to 127.0.0.1 only, and ``close()`` shuts it down again;
+    a Ray the caller started (``ray.init(address=...)`` to join a cluster) is left
+    running.  Env fns are sent with cloudpickle and called only in the actors.
+
+    Args:
+        env_fns: callables returning ``gymnasium.Env``.
+        num_actors: actors, each stepping a contiguous block of envs (default: one per
+            alive Ray node, at most ``num_envs``).
+        actor_options: passed to Ray's ``.options()`` for every actor: ``num_cpus``,
+            ``resources``, ``scheduling_strategy``, ``runtime_env``...  Defaults:
+            ``num_cpus=0``, ``scheduling_strategy="SPREAD"``.
+        inner: ``"sync"`` (an actor steps its block in its own process) or
+            ``"subproc"`` (through a ``SubprocVecEnv`` on the actor's node).
+        inner_options: keyword arguments of the inner ``SubprocVecEnv``
+            (``num_workers``, ``context``...).
+        autoreset_mode, copy, episode_statistics: as in :class:`fastvec.SyncVecEnv`.
+        batch_size: below ``num_envs``, async batches of whole actor blocks
+            (``async_reset`` / ``recv`` / ``send``), as in :class:`fastvec.SubprocVecEnv`.
+        timeout: seconds a step, reset or call may take before ``WorkerTimeout``.
+        on_worker_failure: ``"raise"`` (a ``WorkerError``; ``worker_index`` is the
+            actor's index) or ``"restart"`` (a new actor rebuilds and resets the block;
+            its envs report ``truncations=True`` and ``infos["worker_restarted"]``).
+
+    Raises:
+        ImportError: Ray is not installed.
+        ValueError: an argument is out of range (the message says what would work).
+        WorkerError: an env could not be built in its actor.
+    """
+
+    def __init__(
+        self,
+        env_fns: Sequence[Callable[[], gym.Env]],
+        num_actors: int | None = None,
+        actor_options: dict[str, Any] | None = None,
+        inner: str = "sync",
+        autoreset_mode: AutoresetMode | str = AutoresetMode.NEXT_STEP,
+        copy: bool = True,
+        batch_size: int | None = None,
+        timeout: float | None = None,
+        on_worker_failure: str = "raise",
+        episode_statistics: bool = False,
+        inner_options: dict[str, Any] | None = None,
+    ) -> None:
+        import ray
+
+        from fastvec._ray_pool import RayPool, start_local_ray
+
+        num_envs = len(env_fns)
+        if num_envs < 1:
+            raise ValueError("expected at least one env function, got none")
+        if inner not in INNER:
+            raise ValueError(f"expected inner 'sync' or 'subproc', got {inner!r}")
+        if on_worker_failure not in FAILURE_POLICIES:
+            raise ValueError("expected on_worker_failure 'raise' or 'restart', "
+                             f"got {on_worker_failure!r}")
+        if timeout is not None and timeout <= 0:
+            raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
+        if num_actors is not None and not 1 <= num_actors <= num_envs:
+            raise ValueError(f"expected num_actors in [1, {num_envs}], got {num_actors}")
+        mode = parse_autoreset_mode(autoreset_mode)
+        started = start_local_ray()
+        try:
+            if num_actors is None:
+                alive = sum(1 for node in ray.nodes() if node.get("Alive"))
+                num_actors = max(1, min(num_envs, alive))
+            self.num_actors = num_actors
+            self.batch_size = check_batch_size(batch_size, num_envs, num_actors)
+            pool = RayPool(env_fns, split_blocks(num_envs, num_actors), inner, mode, copy,
+                           actor_options, inner_options, timeout, on_worker_failure, started)
+        except BaseException:
+            if started:
+                ray.shutdown()
+            raise
+        self.inner = inner
+        self.timeout = timeout
+        self.on_worker_failure = on_worker_failure
+        try:
+            hello = pool.hello
+            self._setup(num_envs, hello.observation_space, hello.action_space, hello.metadata,
+                        hello.render_mode, mode, copy, episode_statistics)
+        except BaseException:
+            pool.close(terminate=True)
+            raise
+        self._use_pool(pool)
+        self._batches = AsyncBatches(pool, self.batch_size, self._mode_code,
+                                     self.single_action_space, self._stats)
+
+    @property
+    def num_workers(self) -> int:
+        """The number of actors (the name ``SubprocVecEnv`` gives its blocks)."""
+        return self.num_actors
+
+    # -- async batches: as SubprocVecEnv's, over actor blocks --------------------------
+
+    async_reset = SubprocVecEnv.async_reset
+    recv = SubprocVecEnv.recv
+    send = SubprocVecEnv.send
+
+    def _pending_blocks(self) -> list[int]:
+        if self._state is CallState.IN_FLIGHT:
+            return np.flatnonzero(self._batches.in_flight).tolist()
+        return super()._pending_blocks()
+
+    def _forget_buffers(self) -> None:
+        super()._forget_buffers()
+        self.__dict__.pop("_batches", None)
+
+    def __del__(self) -> None:
+        if not getattr(self, "closed", True):
+            try:
+                self.close(terminate=True)
+            except Exception:  # noqa: S110 - interpreter shutdown
+                pass
