@@ -45,7 +45,9 @@ def make_ray(ray, vec_envs):
 
 
 def actor_pids(vec) -> list[int]:
-    return sorted(set(vec.call_each(lambda env: os.getpid())))
+    """The pid of each actor (of the process each block's first env is in)."""
+    per_env = vec.call_each(lambda env: os.getpid())
+    return [per_env[start] for start, _ in vec._pool.bounds]
 
 
 def wait_gone(pids, seconds=DEATH_SECONDS) -> list[int]:
@@ -62,7 +64,8 @@ def wait_gone(pids, seconds=DEATH_SECONDS) -> list[int]:
 # ---------------------------------------------------------------------------
 # results: bit-identical to Gymnasium's SyncVectorEnv (and so to SyncVecEnv)
 
-CASES = [c for c in ENV_CASES if ENV_CASES[c].num_envs > 1]
+# Pendulum's episodes last 200 steps, too long here; its Box spaces are in other cases.
+CASES = [c for c in ENV_CASES if ENV_CASES[c].num_envs > 1 and c != "pendulum"]
 PARITY_STEPS = 80
 PARITY = [(case, MODES[k % 3], bool(k % 2)) for k, case in enumerate(CASES)]
 
@@ -238,7 +241,7 @@ def test_close_kills_every_actor_and_leaves_the_callers_ray_running(make_ray, ra
     vec = make_ray(make_fns(CountingEnv, 4), inner="subproc",
                    inner_options={"num_workers": 2, "context": "fork"})
     vec.reset(seed=0)
-    pids = actor_pids(vec)
+    pids = sorted(set(vec.call_each(lambda env: os.getpid())))
     assert len(pids) == 4  # two actors, each with two worker processes
     vec.close()
     assert wait_gone(pids) == []
