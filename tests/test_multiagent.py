@@ -203,10 +203,10 @@ def _run(env: Any, seed: int, actions: list[np.ndarray]) -> list[tuple]:
     return results
 
 
-@pytest.mark.subprocess
 @pytest.mark.parametrize("mode", MODES, ids=lambda m: m.value)
 @pytest.mark.parametrize("game", list(GAMES))
-@pytest.mark.parametrize("setup", SETUPS, ids=[s[0] for s in SETUPS])
+@pytest.mark.parametrize("setup", [pytest.param(s, marks=backends.marks(s[1]), id=s[0])
+                                   for s in SETUPS])
 def test_equals_the_reference_loop(vec_envs: Any, setup: tuple, game: str,
                                    mode: AutoresetMode) -> None:
     _, backend, kwargs = setup
