@@ -104,7 +104,7 @@ def measure(
     spec = WORKLOADS[workload]
     if not SYSTEMS[system].runs_on(workload):
         raise ValueError(f"{system} runs only on {', '.join(SYSTEMS[system].workloads or ())}")
-    probe = spec.make_env()
+    probe: Any = spec.make_env()
     if is_game(probe):  # a row (and an env-step) per agent
         single, rows = game_action_space(probe), spec.num_envs * len(probe.possible_agents)
     else:

@@ -94,7 +94,8 @@ class PlainLoop(BaseDriver):
 
     def _step_games(self, actions: np.ndarray) -> int:
         seats = len(self.agents)
-        for g, game in enumerate(self.envs):
+        games: list[Any] = self.envs  # PettingZoo parallel games
+        for g, game in enumerate(games):
             game.step({a: actions[g * seats + self.agents.index(a)] for a in game.agents})
             if not game.agents:
                 game.reset()
