@@ -10,8 +10,9 @@ the pool's control calls.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from gymnasium import spaces
@@ -21,17 +22,19 @@ from gymnasium.vector.utils import batch_space
 from fastvec._actions import ActionChecker
 from fastvec._arguments import mode_code, parse_autoreset_mode, reset_args
 from fastvec._buffers import Buffers
-from fastvec._call_state import CallState, check_call
+from fastvec._call_state import CallState, check_call, refuse_concurrent_call
 from fastvec._env_calls import EnvCalls
 from fastvec._episode_stats import EpisodeStats
 from fastvec._kernels.stepping import Autoreset
 from fastvec._game_infos import add_game_infos, check_whole_games
 from fastvec._layout import Layout
 from fastvec._pool import Pool
+from fastvec.errors import ClosedEnvError
 
 __all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
 
 _RECV_SEND = ("recv", "send")
+_get_ident = threading.get_ident
 
 
 class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: tuples
@@ -98,6 +101,9 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         self.action_space = batch_space(single_action_space, num_envs)
         self._actions = ActionChecker(single_action_space, self.action_space, num_envs)
         self._stats = EpisodeStats(num_envs, self._games) if self.episode_statistics else None
+        lock = threading.Lock()  # held by the call in progress (see _enter)
+        self._acquire, self._leave = lock.acquire, lock.release
+        self._caller = (0, "")  # the thread and call holding it
 
     def _use_pool(self, pool: Pool) -> None:
         """Run the envs in ``pool``; its buffers hold the batch."""
@@ -117,20 +123,38 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
             self._state = CallState.CLOSED
 
     def _enter(self, call: str) -> None:
-        """The guard every public method passes: the call state, then the pool's health."""
-        state = self._state
-        # The calls of an ordinary step loop pass without further checks (recv and send
-        # check which envs are in flight themselves).
-        if not ((state is CallState.IDLE and call != "step_wait"
-                 and self.batch_size == self.num_envs)
-                or (state is CallState.WAITING_STEP and call == "step_wait")
-                or (call in _RECV_SEND and state is not CallState.CLOSED)):
-            async_only = None if self.batch_size == self.num_envs else (
-                f"batch_size={self.batch_size} < num_envs={self.num_envs}")
-            check_call(state, call, type(self).__name__, async_only)
-        pool = self._pool
-        if pool is not None and pool.broken is not None:
-            pool.check_usable()
+        """The guard every public method passes: no other call in progress (another
+        thread's), the call state, then the pool's health.  The caller must
+        ``self._leave()`` when it is done (in a ``finally``)."""
+        if not self._acquire(False):
+            refuse_concurrent_call(type(self).__name__, call, *self._caller)
+        self._caller = (_get_ident(), call)
+        try:
+            state = self._state
+            # The calls of an ordinary step loop pass without further checks (recv and
+            # send check which envs are in flight themselves).
+            if not ((state is CallState.IDLE and call != "step_wait"
+                     and self.batch_size == self.num_envs)
+                    or (state is CallState.WAITING_STEP and call == "step_wait")
+                    or (call in _RECV_SEND and state is not CallState.CLOSED)):
+                async_only = None if self.batch_size == self.num_envs else (
+                    f"batch_size={self.batch_size} < num_envs={self.num_envs}")
+                check_call(state, call, type(self).__name__, async_only)
+            pool = self._pool
+            if pool is not None and pool.broken is not None:
+                pool.check_usable()
+        except BaseException:
+            self._leave()
+            raise
+
+    def _failed(self, exc: Exception) -> NoReturn:
+        """Re-raise ``exc`` from a call; as ``ClosedEnvError`` if ``close()`` ran meanwhile
+        (from a signal handler, or another thread) and pulled the envs from under it."""
+        if self._state is CallState.CLOSED and not isinstance(exc, ClosedEnvError):
+            raise ClosedEnvError(f"{type(self).__name__} was closed while a call was in "
+                                 "progress (close() from a signal handler or another "
+                                 "thread); its result is lost") from exc
+        raise exc
 
     # -- the Gymnasium API -----------------------------------------------------------
 
@@ -171,6 +195,14 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
             >>> envs.close()
         """
         self._enter("reset")
+        try:
+            return self._reset(seed, options)
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
+
+    def _reset(self, seed: Any, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
         seeds, mask = self._reset_args(seed, options)
         pool = self._pool
         assert pool is not None  # set in __init__
@@ -229,8 +261,13 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
             >>> envs.close()
         """
         self._enter("step_async")
-        self._post_step(actions)
-        return self._finish_step()
+        try:
+            self._post_step(actions)
+            return self._finish_step()
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
 
     def step_async(self, actions: Any) -> None:
         """Check ``actions`` and start a step; finish it with :meth:`step_wait`.
@@ -253,8 +290,13 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
             AlreadyPendingCallError: A step is already pending (it is kept).
         """
         self._enter("step_async")
-        self._post_step(actions)
-        self._state = CallState.WAITING_STEP
+        try:
+            self._post_step(actions)
+            self._state = CallState.WAITING_STEP
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
 
     def _post_step(self, actions: Any) -> None:
         checked = self._actions.check(actions)
@@ -288,8 +330,13 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
             >>> envs.close()
         """
         self._enter("step_wait")
-        self._state = CallState.IDLE
-        return self._finish_step()
+        try:
+            self._state = CallState.IDLE
+            return self._finish_step()
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
 
     def _finish_step(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         assert self._pool is not None  # set in __init__
@@ -311,11 +358,16 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
     def _call_each(self, fn: Callable[..., Any], indices: list[int],
                    args_per_env: list[tuple] | None, what: str) -> tuple[Any, ...]:
         self._enter(what)
-        assert self._pool is not None  # set in __init__
-        order = sorted(range(len(indices)), key=indices.__getitem__)
-        targets = [indices[k] for k in order]
-        args = None if args_per_env is None else [args_per_env[k] for k in order]
-        results = self._pool.control(fn, targets, args, f"{what}()")
+        try:
+            assert self._pool is not None  # set in __init__
+            order = sorted(range(len(indices)), key=indices.__getitem__)
+            targets = [indices[k] for k in order]
+            args = None if args_per_env is None else [args_per_env[k] for k in order]
+            results = self._pool.control(fn, targets, args, f"{what}()")
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
         out: list[Any] = [None] * len(indices)
         for k, value in zip(order, results, strict=True):
             out[k] = value

@@ -4,10 +4,18 @@ Like Gymnasium's ``AsyncState``: a vector env is idle, waiting for
 ``step_wait`` after ``step_async``, has envs in flight (async batches: sent or
 reset, not yet received), or closed.  :func:`check_call` says whether a call is
 allowed in a state, with the misuse error Gymnasium's vector envs would raise.
+
+A vector env is not thread-safe.  Every public call holds the env's call lock
+while it runs (``BatchedVecEnv._enter``), so a second call that starts meanwhile
+(from another thread, or from a signal handler on the same thread) raises
+:func:`refuse_concurrent_call`'s ``FastVecError`` at once instead of interleaving
+with the first one's commands and buffers.  Taking the lock is one non-blocking
+acquisition.
 """
 
 from __future__ import annotations
 
+import threading
 from enum import Enum
 
 from fastvec.errors import (
@@ -17,7 +25,7 @@ from fastvec.errors import (
     NoAsyncCallError,
 )
 
-__all__ = ["CONTROL_CALLS", "CallState", "check_call"]
+__all__ = ["CONTROL_CALLS", "CallState", "check_call", "refuse_concurrent_call"]
 
 CONTROL_CALLS = ("call", "call_each", "get_attr", "set_attr", "render")
 
@@ -66,3 +74,19 @@ def check_call(state: CallState, call: str, owner: str, async_only: str | None) 
                                "async_reset(); recv() them first")
     if call in CONTROL_CALLS and state is CallState.IN_FLIGHT:
         raise FastVecError(f"{call}() called while envs are in flight; recv() them first")
+
+
+
+def refuse_concurrent_call(owner: str, call: str, holder_thread: int, holder_call: str) -> None:
+    """Raise the error for ``call`` starting while ``holder_call`` is in progress."""
+    me = threading.current_thread()
+    if holder_thread == me.ident:
+        where = f"on the same thread ({me.name}; from a signal handler?)"
+    else:
+        other = next((t.name for t in threading.enumerate() if t.ident == holder_thread),
+                     f"ident {holder_thread}")
+        where = f"from thread {me.name} while thread {other} is"
+    raise FastVecError(
+        f"{owner}.{call}() called {where} inside {holder_call}(): a vector env is not "
+        "thread-safe; use it from one thread at a time, or one vector env per thread "
+        "(close() may be called from anywhere)")

@@ -155,9 +155,14 @@ class SubprocVecEnv(BatchedVecEnv):
             ValueError: the mask selects envs that are in flight.
         """
         self._enter("async_reset")
-        seeds, mask = self._reset_args(seed, options)
-        self._batches.reset(seeds, options, mask)
-        self._state = CallState.IN_FLIGHT
+        try:
+            seeds, mask = self._reset_args(seed, options)
+            self._batches.reset(seeds, options, mask)
+            self._state = CallState.IN_FLIGHT
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
 
     def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict, np.ndarray]:
         """The first ready batch: ``(obs, rewards, terminations, truncations, infos, env_ids)``.
@@ -176,10 +181,15 @@ class SubprocVecEnv(BatchedVecEnv):
             WorkerError, WorkerTimeout: as for ``step``.
         """
         self._enter("recv")
-        batch = self._batches.recv()
-        if not self._batches.any_in_flight:
-            self._state = CallState.IDLE
-        return batch
+        try:
+            batch = self._batches.recv()
+            if not self._batches.any_in_flight:
+                self._state = CallState.IDLE
+            return batch
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
 
     def send(self, actions: Any, env_ids: Any) -> None:
         """Step exactly the envs ``env_ids`` (whole worker blocks returned by ``recv``).
@@ -194,8 +204,13 @@ class SubprocVecEnv(BatchedVecEnv):
                 blocks, not received yet, or already in flight; nothing is sent.
         """
         self._enter("send")
-        self._batches.send(actions, env_ids)
-        self._state = CallState.IN_FLIGHT
+        try:
+            self._batches.send(actions, env_ids)
+            self._state = CallState.IN_FLIGHT
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
 
     # -- shutdown --------------------------------------------------------------------
 
