@@ -66,7 +66,7 @@ class SelfPlay:
         seat_of_row: The seat of each row in its game (``envs.seat_of_row``); every
             game must have the same seats ``0 .. num_seats - 1``, at least two.
         pool: The opponents' policy ids to draw from (any hashable but
-            :data:`LEARNER`); more can be added with :meth:`add`.
+            :data:`LEARNER`), all with weight 1; more can be added with :meth:`add`.
         seed: Seed (or generator) of the draws; the same seed gives the same draws.
 
     Game *g* starts with the learner in seat ``g % num_seats``; each game's
@@ -98,6 +98,7 @@ class SelfPlay:
         self._row_of = grid  # [game, seat] -> row
         self._rng = np.random.default_rng(seed)
         self._pool: list[Hashable] = []
+        self._weights: list[float] = []
         self._ids: list[Hashable] = []  # every opponent ever added, by code
         self._code: dict[Hashable, int] = {}
         for policy in pool:
@@ -121,16 +122,21 @@ class SelfPlay:
 
     @property
     def pool(self) -> tuple[Hashable, ...]:
-        """The opponents new games draw from (uniformly), in the order they were added."""
+        """The opponents new games draw from, in the order they were added."""
         return tuple(self._pool)
 
-    def add(self, policy: Hashable) -> None:
-        """Add an opponent to the pool (a no-op if it is there); games that end from
-        now on may draw it."""
+    def add(self, policy: Hashable, weight: float = 1.0) -> None:
+        """Add an opponent to the pool, or set its weight if it is there; games that
+        end from now on draw it with probability ``weight / sum of the weights``."""
         if policy == LEARNER:
             raise ValueError(f"the learner ({LEARNER!r}) cannot be one of its own opponents")
-        if policy not in self._pool:
+        if not weight > 0:
+            raise ValueError(f"expected a positive weight, got {weight!r}")
+        if policy in self._pool:
+            self._weights[self._pool.index(policy)] = float(weight)
+        else:
             self._pool.append(policy)
+            self._weights.append(float(weight))
         if policy not in self._code:
             self._code[policy] = len(self._ids)
             self._ids.append(policy)
@@ -140,6 +146,7 @@ class SelfPlay:
         keep its weights while :meth:`policy_rows` still lists it."""
         if self._pool == [policy]:
             raise ValueError("expected at least one opponent to stay in the pool")
+        del self._weights[self._pool.index(policy)]
         self._pool.remove(policy)
 
     # -- who plays which rows ------------------------------------------------
@@ -208,8 +215,10 @@ class SelfPlay:
     # -- internals -------------------------------------------------------------
 
     def _draw(self) -> int:
-        """A uniform draw from the pool, as the opponent's code."""
-        return self._code[self._pool[int(self._rng.integers(len(self._pool)))]]
+        """A draw from the pool by weight, as the opponent's code."""
+        weights = np.array(self._weights)
+        pick = int(self._rng.choice(len(self._pool), p=weights / weights.sum()))
+        return self._code[self._pool[pick]]
 
     def _finish(self, game: int) -> Outcome:
         rows = self._row_of[game]

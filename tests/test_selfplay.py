@@ -197,6 +197,17 @@ def test_the_pool_grows_and_shrinks() -> None:
         selfplay.remove("snapshot-1")
     with pytest.raises(ValueError, match="learner"):
         selfplay.add(LEARNER)
+    with pytest.raises(ValueError, match="positive weight"):
+        selfplay.add("snapshot-2", weight=0.0)
+
+
+def test_draws_follow_the_weights() -> None:
+    selfplay = SelfPlay(*layout(1000, 2), pool=["a", "b"], seed=0)
+    selfplay.add("a", weight=3.0)  # already there: its weight changes
+    assert selfplay.pool == ("a", "b")
+    selfplay.update(*ending(1000, 2, list(range(1000))))
+    share = selfplay.opponents.count("a") / 1000
+    assert 0.7 < share < 0.8  # 3 / (3 + 1)
 
 
 @pytest.mark.parametrize("game_of_row, seat_of_row", [
