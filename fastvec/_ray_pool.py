@@ -47,7 +47,7 @@ STARTUP_SECONDS = 300.0  # building envs may be slow, but not forever
 SLICE_SECONDS = 0.1  # how often a wait returns to check the deadline
 CLOSE_GRACE_SECONDS = 2.0
 LOOPBACK_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's single-machine mode
-DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "scheduling_strategy": "SPREAD", "max_restarts": 0}
+DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0}
 
 
 def start_local_ray() -> bool:
@@ -120,6 +120,7 @@ class RayPool(Pool):
         self._refs: list[Any] = [None] * len(bounds)
         self._posted_at = np.zeros(len(bounds))
         self._dead: set[int] = set()
+        self._placed: list[str | None] = [None] * len(bounds)  # each actor's node
         self.started_ray = started_ray  # close() shuts that Ray down
         try:
             for b in range(self.num_blocks):
@@ -134,10 +135,23 @@ class RayPool(Pool):
 
     # -- start-up --------------------------------------------------------------------
 
-    def _start_actor(self, b: int) -> Any:
-        return self._actor_class.options(**self._options).remote(
+    def _start_actor(self, b: int, avoid: str | None = None) -> Any:
+        """Actor ``b`` on the ``b``-th alive node (round robin) unless the options place it;
+        ``avoid``: a node not to use if there are others (where the actor it replaces was)."""
+        options = self._options
+        if "scheduling_strategy" not in options and "placement_group" not in options:
+            options = {**options, "scheduling_strategy": self._spread(b, avoid)}
+        return self._actor_class.options(**options).remote(
             self._env_fns_bytes[b], self.bounds[b][0], self._inner, self._mode,
             self._inner_options)
+
+    def _spread(self, b: int, avoid: str | None) -> Any:
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        nodes = sorted(node["NodeID"] for node in self._ray.nodes() if node.get("Alive"))
+        nodes = [node for node in nodes if node != avoid] or nodes
+        self._placed[b] = nodes[b % len(nodes)]
+        return NodeAffinitySchedulingStrategy(self._placed[b], soft=False)
 
     def _hellos(self, blocks: Sequence[int], what: str) -> list[Hello]:
         for b in blocks:
@@ -322,7 +336,7 @@ class RayPool(Pool):
     def rebuild(self, b: int) -> Entries:
         self._kill(b)
         self._dead.discard(b)
-        self._actors[b] = self._start_actor(b)
+        self._actors[b] = self._start_actor(b, avoid=self._placed[b])
         try:
             self._hellos([b], "building its envs after a restart")
             start, stop = self.bounds[b]

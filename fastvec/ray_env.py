@@ -75,7 +75,11 @@ class RayVecEnv(BatchedVecEnv):
         episode_statistics: bool = False,
         inner_options: dict[str, Any] | None = None,
     ) -> None:
-        import ray
+        try:
+            import ray
+        except ImportError as exc:
+            raise ImportError("RayVecEnv needs Ray: pip install 'fastvec[ray]' "
+                              f"(or pip install 'ray>=2.9'); {exc}") from exc
 
         from fastvec._ray_pool import RayPool, start_local_ray
 
