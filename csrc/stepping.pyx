@@ -11,11 +11,49 @@ entries for ``fastvec._kernels.infos.batch_infos``.  Semantics are Gymnasium's
 """
 
 cimport numpy as cnp
+from collections.abc import Mapping
 
 from fastvec._kernels.flatten cimport FieldTable
 from fastvec._kernels.stacking cimport store_step
 
 cnp.import_array()
+
+OLD_API_HINT = (
+    "update the env to Gymnasium's API, or wrap it: shimmy's GymV21CompatibilityV0 "
+    "(gym < 0.26 envs; pip install 'shimmy[gym-v21]') or GymV26CompatibilityV0, e.g. "
+    "gymnasium.make('GymV21Environment-v0', env=old_env)")
+
+
+cdef tuple step_result(object result, Py_ssize_t index):
+    """A ``step()`` result that is not a plain 5-tuple: a 5-sequence as a tuple, else
+    the error saying what Gymnasium's API expects."""
+    if isinstance(result, (tuple, list)) and len(result) == 5:
+        return tuple(result)
+    raise old_api_step(result, index)
+
+
+def old_api_step(object result, Py_ssize_t index):
+    """The error for a ``step()`` result that is not Gymnasium's 5-tuple."""
+    if isinstance(result, tuple) and len(result) == 4:
+        got = "4 values (obs, reward, done, info): the old Gym API"
+    else:
+        got = (f"{len(result)} values" if isinstance(result, tuple)
+               else f"a {type(result).__name__}")
+    return ValueError(f"env {index}'s step() returned {got}; Gymnasium's API returns 5: "
+                      f"(obs, reward, terminated, truncated, info); {OLD_API_HINT}")
+
+
+cdef object checked_reset(object result, Py_ssize_t index):
+    """``(obs, info)`` of a ``reset()`` result; ValueError if it is not Gymnasium's."""
+    if type(result) is tuple and len(<tuple>result) == 2 and isinstance((<tuple>result)[1], dict):
+        return result
+    if isinstance(result, (tuple, list)) and len(result) == 2 and isinstance(result[1], Mapping):
+        return tuple(result)
+    raise ValueError(
+        f"env {index}'s reset() returned the observation alone (the old Gym API, before "
+        f"0.26), or something else than (obs, info) (a {type(result).__name__}"
+        + (f" of {len(result)}" if isinstance(result, tuple) else "")
+        + f"); Gymnasium's reset() returns (obs, info) with info a dict; {OLD_API_HINT}")
 
 
 cpdef enum Autoreset:
@@ -87,25 +125,28 @@ cdef class EnvBlock:
         """
         cdef Py_ssize_t i, n = len(self.envs)
         cdef list entries = []
-        cdef object env, obs, reward, terminated, truncated, info
+        cdef object env, obs, reward, terminated, truncated, info, result
         if len(actions) != n:
             raise ValueError(f"expected {n} actions, got {len(actions)}")
         for i in range(n):
             self.current = i
             env = self.envs[i]
             if self.mode == NEXT_STEP and self.needs_reset[i]:
-                obs, info = env.reset()
+                obs, info = checked_reset(env.reset(), self.first_index + i)
                 self.rewards[i] = 0.0
                 self.terminations[i] = False
                 self.truncations[i] = False
             else:
-                obs, reward, terminated, truncated, info = env.step(actions[i])
+                result = env.step(actions[i])
+                if type(result) is not tuple or len(<tuple>result) != 5:
+                    result = step_result(result, self.first_index + i)
+                obs, reward, terminated, truncated, info = <tuple>result
                 store_step(reward, terminated, truncated, &self.rewards[0],
                            &self.terminations[0], &self.truncations[0], i)
                 if self.mode == SAME_STEP and (self.terminations[i] or self.truncations[i]):
                     entries.append((self.first_index + i,
                                     {"final_obs": obs, "final_info": info}))
-                    obs, info = env.reset()
+                    obs, info = checked_reset(env.reset(), self.first_index + i)
             self._store_obs(i, obs)
             if info:
                 entries.append((self.first_index + i, info))
@@ -127,7 +168,8 @@ cdef class EnvBlock:
             if mask is not None and not mask[i]:
                 continue
             self.current = i
-            obs, info = self.envs[i].reset(seed=seeds[i], options=options)
+            obs, info = checked_reset(self.envs[i].reset(seed=seeds[i], options=options),
+                                      self.first_index + i)
             self._store_obs(i, obs)
             self.terminations[i] = False
             self.truncations[i] = False

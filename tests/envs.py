@@ -858,3 +858,92 @@ class ChaosEnv(gym.Env):
         """For ``call``: sleep ``delay`` seconds, then return ``env_id``."""
         time.sleep(delay)
         return self.env_id
+
+
+# ---------------------------------------------------------------------------
+# fuzzing: any observation space, generated infos, a fault on request
+
+
+def fuzz_info(rng: np.random.Generator, kinds: Sequence[str], count: int) -> dict:
+    """An info drawn from ``rng``: key ``k<j>`` of kind ``kinds[j]``, present with
+    probability 0.6.  Array shapes follow ``count`` (see :class:`FuzzEnv`), so they
+    change from step to step but not from env to env in one step (Gymnasium
+    cannot batch one key's arrays of different shapes)."""
+    info: dict[str, Any] = {}
+    for j, kind in enumerate(kinds):
+        if rng.random() >= 0.6:
+            continue
+        key = f"k{j}"
+        if kind == "int":
+            info[key] = int(rng.integers(-5, 5))
+        elif kind == "float":
+            info[key] = float(rng.normal())
+        elif kind == "str":
+            info[key] = "s" * int(rng.integers(0, 4))
+        elif kind == "none":
+            info[key] = None
+        elif kind == "array":
+            info[key] = rng.integers(0, 9, size=(count % 3, 2)).astype(np.int16)
+        elif kind == "nested":
+            inner: dict[str, Any] = {"x": float(rng.normal())}
+            if rng.random() < 0.5:
+                inner["deep"] = {"y": np.arange(count % 4, dtype=np.float32), "z": "t"}
+            info[key] = inner
+    return info
+
+
+class FuzzEnv(SyntheticEnv):
+    """A synthetic env with observation space ``space``, action space ``action``
+    and :func:`fuzz_info` infos of ``info_kinds``.
+
+    ``count`` (what the infos' array shapes follow) counts calls of ``step`` and
+    ``reset``, so it is the same in every env of a ``NEXT_STEP`` vector env (an
+    env due for an autoreset is reset instead of stepped); with ``shape_clock``
+    False (other modes, where envs are reset apart) it stays 2.
+
+    With ``bad_path`` (a tuple of Dict keys / Tuple indices naming a leaf), env
+    ``bad_env`` corrupts that leaf of every observation from step ``bad_at`` on:
+    ``"shape"`` (one more dimension of 2) or ``"dtype"`` (complex128).
+    """
+
+    def __init__(self, space: spaces.Space, action: spaces.Space, info_kinds: Sequence[str] = (),
+                 env_id: int = 0, max_len: int = 6, bad_path: tuple | None = None,
+                 bad_env: int = -1, bad_at: int = 1, fault: str = "shape",
+                 shape_clock: bool = True):
+        super().__init__(space=space, info_kind="none", max_len=max_len, env_id=env_id)
+        self.action_space = action
+        self.info_kinds = list(info_kinds)
+        self.bad_path, self.bad_env, self.bad_at, self.fault = bad_path, bad_env, bad_at, fault
+        self.count = 0 if shape_clock else 2
+        self.shape_clock = shape_clock
+
+    def _obs(self) -> Any:
+        obs = super()._obs()
+        if self.bad_path is None or self.env_id != self.bad_env or self.t < self.bad_at:
+            return obs
+        return _replace_leaf(obs, self.bad_path, self.fault)
+
+    def reset(self, *, seed: int | None = None, options: dict | None = None):
+        obs, _ = super().reset(seed=seed, options=options)
+        self.count += self.shape_clock
+        return obs, fuzz_info(self.np_random, self.info_kinds, self.count)
+
+    def step(self, action):
+        self.count += self.shape_clock
+        obs, reward, terminated, truncated, _ = super().step(action)
+        return obs, reward, terminated, truncated, fuzz_info(self.np_random, self.info_kinds,
+                                                              self.count)
+
+
+def _replace_leaf(obs: Any, path: tuple, fault: str) -> Any:
+    if not path:
+        leaf = np.asarray(obs)
+        if fault == "shape":
+            return np.zeros((*leaf.shape, 2), dtype=leaf.dtype)
+        return leaf.astype(np.complex128)
+    key, rest = path[0], path[1:]
+    if isinstance(obs, dict):
+        return {**obs, key: _replace_leaf(obs[key], rest, fault)}
+    items = list(obs)
+    items[key] = _replace_leaf(items[key], rest, fault)
+    return tuple(items)
