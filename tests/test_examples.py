@@ -188,3 +188,107 @@ def test_compare_marks_a_missing_package_unavailable(monkeypatch) -> None:
     assert "unavailable: x" in table and "25%" in table and "20.0" in table
     with pytest.raises(SystemExit):
         compare.parse_args(["--vectors", "nope"])
+
+
+# -- examples/selfplay_tictactoe.py ---------------------------------------------------
+
+SELFPLAY = ROOT / "examples" / "selfplay_tictactoe.py"
+EVAL_LINE = re.compile(r"^step +[\d,]+  vs random: win +[\d.]+%  draw +[\d.]+%  loss +[\d.]+% ")
+
+
+@pytest.mark.subprocess
+def test_selfplay_example_runs_end_to_end(tmp_path: Path) -> None:
+    pytest.importorskip("pettingzoo.classic.tictactoe_v3")
+    command = [sys.executable, str(SELFPLAY), "--num-games", "4", "--total-steps", "600",
+               "--num-steps", "16", "--snapshot-every", "1", "--pool-size", "2",
+               "--eval-games", "10", "--eval-every", "300", "--seed", "2"]
+    if importlib.util.find_spec("matplotlib") is not None:
+        command += ["--plot", str(tmp_path / "winrate.png")]
+    proc = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    evals = [line for line in proc.stdout.splitlines() if EVAL_LINE.match(line)]
+    assert len(evals) == 3, proc.stdout  # at 0, past 300, and past 600 (the end)
+    assert re.search(r"^ +update-\d+: +[\d,]+ +[\d,]+ +[\d,]+$", proc.stdout, re.M), proc.stdout
+    assert re.search(r"^[\d,]+ agent-steps in [\d.]+ s ", proc.stdout, re.M)
+    if "--plot" in command:
+        assert (tmp_path / "winrate.png").read_bytes()[:4] == b"\x89PNG"
+    assert "Traceback" not in proc.stderr
+
+
+def test_selfplay_advantages_run_over_each_rows_own_turns() -> None:
+    """Worked by hand (gamma = lambda = 0.5).  Row 0 moves at t = 0, 2, 4 and wins on its
+    last move; row 1 moves at t = 1 (its game ends, -1), then at 3 and 5 in a new game,
+    the last move still waiting for its reward (not trainable; its value bootstraps t = 3)."""
+    selfplay = _load(SELFPLAY, "selfplay_tictactoe_under_test")
+    roll = selfplay.Rollout.zeros(6, 2, 1, 1)
+    for t, row, value, reward, done in [(0, 0, 0.5, 0.0, 0), (2, 0, 0.25, 0.0, 0),
+                                        (4, 0, 0.5, 1.0, 1), (1, 1, 0.0, -1.0, 1),
+                                        (3, 1, 0.5, 0.5, 0), (5, 1, 1.0, 0.0, 0)]:
+        roll.sample[t, row], roll.values[t, row] = True, value
+        roll.rewards[t, row], roll.done[t, row] = reward, done
+    advantages, trainable = selfplay.row_advantages(roll, 0.5, 0.5)
+    assert advantages[:, 0].tolist() == [-0.34375, 0, 0.125, 0, 0.5, 0]
+    assert advantages[:, 1].tolist() == [0, -1.0, 0, 0.5, 0, 0]
+    assert trainable.tolist() == [[True, False], [False, True], [True, False],
+                                  [False, True], [True, False], [False, False]]
+
+
+def test_selfplay_rollout_pays_each_sample_its_rows_rewards() -> None:
+    """Replay the collected steps: a sample is every active learner row; its reward is what
+    its row got until the row's next sample or its game's end (done), in which it is done."""
+    pytest.importorskip("pettingzoo.classic.tictactoe_v3")
+    example = _load(SELFPLAY, "selfplay_tictactoe_under_test")
+    from fastvec.selfplay import LEARNER, RANDOM, SelfPlay
+    num_games, num_steps = 6, 60
+    envs = fastvec_multiagent().make_multiagent(example.game_fn("tictactoe_v3"), num_games)
+    seen: list[tuple] = []  # per step: obs, active, learner rows, step results
+    selfplay = SelfPlay.from_env(envs, pool=[RANDOM], seed=0)
+    step = envs.step
+
+    def recording_step(actions):
+        results = step(actions)
+        seen[-1] += (actions.copy(), results)
+        return results
+
+    def recording_choose(selfplay_, obs, active, *args):
+        seen.append((obs, active.copy(), selfplay_.rows_of(LEARNER).copy()))
+        return choose(selfplay_, obs, active, *args)
+
+    choose = example.choose_actions
+    try:
+        envs.step = recording_step
+        example.choose_actions = recording_choose
+        torch.manual_seed(0)
+        agent = example.Agent(18, 9, 16)
+        roll = example.Rollout.zeros(num_steps, envs.num_envs, 18, 9)
+        obs, infos = envs.reset(seed=0)
+        _, _, moves = example.collect(envs, selfplay, agent, {}, roll, obs, infos,
+                                      torch.Generator().manual_seed(0))
+    finally:
+        example.choose_actions = choose
+        envs.close()
+    assert moves == sum(int(active.sum()) for _, active, *_ in seen)
+    closed = 0
+    for row in range(envs.num_envs):
+        last, owed = None, 0.0
+        for t, (obs, active, learner, actions, results) in enumerate(seen):
+            _, rewards, terms, truncs, _ = results
+            if active[row] and row in learner:
+                assert roll.sample[t, row] and roll.actions[t, row] == actions[row]
+                assert roll.obs[t, row].tolist() == obs["observation"][row].ravel().tolist()
+                if last is not None:
+                    assert (roll.rewards[last, row], roll.done[last, row]) == (owed, 0.0)
+                last, owed = t, 0.0
+            else:
+                assert not roll.sample[t, row], (t, row)
+            if last is not None:
+                owed += float(rewards[row])
+                if terms[row] or truncs[row]:
+                    assert (roll.rewards[last, row], roll.done[last, row]) == (owed, 1.0)
+                    last, closed = None, closed + 1
+    assert closed > num_games  # games ended, and each paid its learner row
+
+
+def fastvec_multiagent():
+    import fastvec.multiagent
+    return fastvec.multiagent
