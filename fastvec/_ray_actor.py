@@ -28,6 +28,7 @@ from typing import Any
 import cloudpickle
 import numpy as np
 
+from fastvec._games import SINGLE_AGENT, describe
 from fastvec._protocol import ErrorReport, Hello
 from fastvec.errors import ObservationError, SpacesMismatchError, WorkerError
 
@@ -93,17 +94,18 @@ class BlockHost:
 
                 self.vec = SubprocVecEnv(env_fns, autoreset_mode=self.mode, copy=False,
                                          **self.inner_options)
-                spaces = [(self.vec.single_observation_space, self.vec.single_action_space)]
-                spaces *= len(env_fns)
+                spaces: list[tuple[Any, Any, tuple[str, ...]]] = [
+                    (self.vec.single_observation_space, self.vec.single_action_space,
+                     SINGLE_AGENT)] * len(env_fns)
+                agents = None
             else:
                 for building, env_fn in enumerate(env_fns):
                     self.envs.append(env_fn())
                 building = None
-                spaces = [(env.observation_space, env.action_space) for env in self.envs]
-                if any(pair != spaces[0] for pair in spaces):
-                    first = self.envs[0]
-                    return Hello(first.observation_space, first.action_space,
-                                 dict(first.metadata), first.render_mode, spaces)
+                about = describe(self.envs)
+                spaces, agents = about.env_spaces, about.agents
+                if any(triple != spaces[0] for triple in spaces) or agents is not None:
+                    return about  # the trainer names the env that differs, or refuses games
                 from fastvec.sync_env import SyncVecEnv
 
                 self.vec = SyncVecEnv([functools.partial(_built, env) for env in self.envs],
@@ -120,7 +122,7 @@ class BlockHost:
         record_size = 0 if self.records is None else self.records.shape[1]
         self.out = np.zeros(packed_size(count, record_size), dtype=np.uint8)
         return Hello(vec.single_observation_space, vec.single_action_space,
-                     dict(vec.metadata), vec.render_mode, spaces)
+                     dict(vec.metadata), vec.render_mode, spaces, agents)
 
     def ready(self) -> bool:
         """True (a call that returns once the actor is up)."""

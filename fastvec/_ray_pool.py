@@ -150,8 +150,9 @@ class RayPool(Pool):
 
         nodes = sorted(node["NodeID"] for node in self._ray.nodes() if node.get("Alive"))
         nodes = [node for node in nodes if node != avoid] or nodes
-        self._placed[b] = nodes[b % len(nodes)]
-        return NodeAffinitySchedulingStrategy(self._placed[b], soft=False)
+        node = nodes[b % len(nodes)]
+        self._placed[b] = node
+        return NodeAffinitySchedulingStrategy(node, soft=False)
 
     def _hellos(self, blocks: Sequence[int], what: str) -> list[Hello]:
         for b in blocks:
@@ -164,12 +165,15 @@ class RayPool(Pool):
         return [replies[b] for b in blocks]
 
     def _check_spaces(self, hellos: list[Hello]) -> None:
-        expected = (hellos[0].observation_space, hellos[0].action_space)
+        if any(hello.agents is not None for hello in hellos):
+            raise ValueError("RayVecEnv does not run multi-agent games yet; use SyncVecEnv "
+                             "or SubprocVecEnv for them")
+        expected = hellos[0].env_spaces[0]
         for hello, (start, _) in zip(hellos, self.bounds, strict=True):
-            for index, pair in enumerate(hello.env_spaces, start=start):
-                if pair != expected:
+            for index, triple in enumerate(hello.env_spaces, start=start):
+                if triple != expected:
                     raise SpacesMismatchError(
-                        f"env {index} has spaces ({pair[0]}, {pair[1]}); expected "
+                        f"env {index} has spaces ({triple[0]}, {triple[1]}); expected "
                         f"({expected[0]}, {expected[1]}) as env 0")
 
     def _setup_buffers(self, copy: bool) -> None:
