@@ -238,9 +238,10 @@ def test_selfplay_rollout_pays_each_sample_its_rows_rewards() -> None:
     its row got until the row's next sample or its game's end (done), in which it is done."""
     pytest.importorskip("pettingzoo.classic.tictactoe_v3")
     example = _load(SELFPLAY, "selfplay_tictactoe_under_test")
+    from fastvec.multiagent import make_multiagent
     from fastvec.selfplay import LEARNER, RANDOM, SelfPlay
     num_games, num_steps = 6, 60
-    envs = fastvec_multiagent().make_multiagent(example.game_fn("tictactoe_v3"), num_games)
+    envs = make_multiagent(example.game_fn("tictactoe_v3"), num_games)
     seen: list[tuple] = []  # per step: obs, active, learner rows, step results
     selfplay = SelfPlay.from_env(envs, pool=[RANDOM], seed=0)
     step = envs.step
@@ -287,8 +288,3 @@ def test_selfplay_rollout_pays_each_sample_its_rows_rewards() -> None:
                     assert (roll.rewards[last, row], roll.done[last, row]) == (owed, 1.0)
                     last, closed = None, closed + 1
     assert closed > num_games  # games ended, and each paid its learner row
-
-
-def fastvec_multiagent():
-    import fastvec.multiagent
-    return fastvec.multiagent

@@ -233,15 +233,17 @@ def test_update_checks_its_arrays() -> None:
 
 # -- on a vector env of real (tiny, numpy-only) PettingZoo games ---------------------
 
-pettingzoo = pytest.importorskip("pettingzoo")
-
-from fastvec.multiagent import make_multiagent  # noqa: E402
-from tests.games import TurnGame  # noqa: E402
+# (the tests above need numpy only; those below a PettingZoo game)
+try:
+    from pettingzoo import AECEnv
+except ImportError:  # pragma: no cover - the multiagent extra is not installed
+    AECEnv = object
+needs_pettingzoo = pytest.mark.skipif(AECEnv is object, reason="needs pettingzoo")
 
 CONTINUE, WIN, RESIGN, DRAW = range(4)
 
 
-class Duel(pettingzoo.AECEnv):
+class Duel(AECEnv):
     """Two players move in turn; a move ends the game or not, as the action says.
 
     ``CONTINUE`` passes the turn; ``WIN``: the mover gets +1, the other -1; ``RESIGN``:
@@ -301,6 +303,7 @@ class Duel(pettingzoo.AECEnv):
         self._accumulate_rewards()
 
 
+@needs_pettingzoo
 def test_the_duel_passes_pettingzoo_api_test() -> None:
     from pettingzoo.test import api_test
     with warnings.catch_warnings():
@@ -323,8 +326,10 @@ EXPECTED = {0: [(0, "loss", -1.0), (1, "win", 1.0), (0, "draw", 0.0), (1, "draw"
             1: [(1, "loss", -1.0), (0, "win", 1.0), (1, "loss", -1.0)]}
 
 
+@needs_pettingzoo
 @pytest.mark.parametrize("autoreset_mode", ["next_step", "same_step"])
 def test_outcomes_of_scripted_games_on_a_vector_env(autoreset_mode: str) -> None:
+    from fastvec.multiagent import make_multiagent
     envs = make_multiagent(Duel, 2, vector_kwargs={"autoreset_mode": autoreset_mode})
     try:
         selfplay = SelfPlay.from_env(envs, pool=[RANDOM, "a", "b"], seed=4)
@@ -362,9 +367,12 @@ def test_outcomes_of_scripted_games_on_a_vector_env(autoreset_mode: str) -> None
         envs.close()
 
 
+@needs_pettingzoo
 def test_games_whose_agents_leave_at_different_steps() -> None:
     """Three seats, the last leaving after move 2 or 3; a game of 5 moves then its reset
     step: each game ends every 6 steps, and the learner visits seats 0, 1, 2 in turn."""
+    from fastvec.multiagent import make_multiagent
+    from tests.games import TurnGame
     envs = make_multiagent(functools.partial(TurnGame, num_agents=3, horizon=5), 3)
     try:
         selfplay = SelfPlay.from_env(envs, seed=0)
