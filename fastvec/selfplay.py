@@ -165,7 +165,7 @@ class SelfPlay:
         """The rows (int64, ascending) ``policy`` plays now, only those where ``where``
         (a bool per row, e.g. ``infos["active"]``) is True if given."""
         rows = self._rows.get(policy, np.empty(0, dtype=np.int64))
-        return rows if where is None else rows[np.asarray(where, dtype=bool)[rows]]
+        return rows.copy() if where is None else rows[np.asarray(where, dtype=bool)[rows]]
 
     def policy_rows(self, where: Any = None) -> dict[Hashable, np.ndarray]:
         """Each policy (the learner first) with the rows it plays now, as
