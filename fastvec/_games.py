@@ -134,61 +134,80 @@ class TurnBasedGame:
 
     def __init__(self, game: Any) -> None:
         self.game = game
+        self.state = state_holder(game)  # where rewards, flags, infos, agents are read
         self.owed: dict[str, float] = {}  # rewards received since the agent last acted
         self.gone: set[str] = set()  # reported as ended, not yet stepped out
 
     @property
     def agents(self) -> list:
-        return [a for a in self.game.agents if a not in self.gone]
+        return [a for a in self.state.agents if a not in self.gone]
 
     def acting(self) -> list:
         agents = self.agents
-        return [self.game.agent_selection] if agents else []
+        return [self.state.agent_selection] if agents else []
 
     def active(self) -> list:
         return self.acting()
 
     def reset(self, seed: int | None = None, options: dict | None = None) -> tuple[dict, dict]:
-        game = self.game
+        game, state = self.game, self.state
         game.reset(seed=seed, options=options)
-        self.owed = {agent: 0.0 for agent in game.agents}
+        self.owed = {agent: 0.0 for agent in state.agents}
         self.gone = set()
-        return ({agent: game.observe(agent) for agent in game.agents},
-                {agent: game.infos[agent] for agent in game.agents})
+        return ({agent: game.observe(agent) for agent in state.agents},
+                {agent: state.infos[agent] for agent in state.agents})
 
     def step(self, actions: dict) -> tuple[dict, dict, dict, dict, dict]:
-        game = self.game
-        mover = game.agent_selection
+        game, state = self.game, self.state
+        mover = state.agent_selection
         self.owed[mover] = 0.0
         game.step(actions[mover])
         self._collect_rewards()
         obs, rewards, terminations, truncations, infos = {}, {}, {}, {}, {}
         for agent in self.agents:
             obs[agent] = game.observe(agent)
-            infos[agent] = game.infos[agent]
-            terminated, truncated = game.terminations[agent], game.truncations[agent]
+            infos[agent] = state.infos[agent]
+            terminated, truncated = state.terminations[agent], state.truncations[agent]
             terminations[agent], truncations[agent] = terminated, truncated
             rewards[agent] = 0.0
             if terminated or truncated:
                 rewards[agent] = self.owed.pop(agent, 0.0)
                 self.gone.add(agent)
         # Ended agents leave through PettingZoo's "dead steps" (action None).
-        while game.agents and game.agent_selection in self.gone:
-            leaving = game.agent_selection
+        while state.agents and state.agent_selection in self.gone:
+            leaving = state.agent_selection
             game.step(None)
             self.gone.discard(leaving)
             self._collect_rewards()
         if self.agents:  # the next agent to move gets what it is owed now
-            nxt = game.agent_selection
+            nxt = state.agent_selection
             rewards[nxt] = rewards.get(nxt, 0.0) + self.owed.get(nxt, 0.0)
             self.owed[nxt] = 0.0
         return obs, rewards, terminations, truncations, infos
 
     def _collect_rewards(self) -> None:
-        game = self.game
-        for agent in game.agents:
+        state = self.state
+        for agent in state.agents:
             if agent not in self.gone:
-                self.owed[agent] = self.owed.get(agent, 0.0) + float(game.rewards[agent])
+                self.owed[agent] = self.owed.get(agent, 0.0) + float(state.rewards[agent])
+
+
+_STATE = ("agents", "agent_selection", "rewards", "terminations", "truncations", "infos")
+
+
+def state_holder(game: Any) -> Any:
+    """Where a turn-based game's state can be read: the innermost game, when no wrapper
+    defines any of its state attributes (PettingZoo's wrappers pass them through
+    ``__getattr__``, which costs a lookup per layer), else the outermost wrapper."""
+    layer = game
+    while hasattr(layer, "env") and hasattr(layer, "unwrapped"):
+        if any(name in vars(layer) or any(name in vars(cls) for cls in type(layer).__mro__
+                                          if cls.__module__.split(".")[0] != "pettingzoo"
+                                          or "wrappers" in cls.__module__)
+               for name in _STATE):
+            return game
+        layer = layer.env
+    return layer
 
 
 def adapt(game: Any) -> ParallelGame | TurnBasedGame:

@@ -204,9 +204,7 @@ def test_equals_supersuit_in_process_vectorization(closing: Any) -> None:
     game = functools.partial(RelayGame, num_agents=2, horizon=4, early_exits=False)
     theirs = ss.concat_vec_envs_v1(ss.pettingzoo_env_to_vec_env_v1(game()), 3, num_cpus=0,
                                    base_class="gymnasium")
-    ours = fastvec.make_multiagent(game, 3, autoreset_mode="same_step") \
-        if hasattr(fastvec, "make_multiagent") else \
-        fastvec.SyncVecEnv(game_fns(game, 3), autoreset_mode="same_step")
+    ours = fastvec.make_multiagent(game, 3, vector_kwargs={"autoreset_mode": "same_step"})
     closing(ours)
     try:
         their_obs, _ = theirs.reset(seed=11)
