@@ -295,3 +295,24 @@ class MixedSpacesRelay(RelayGame):
         if agent == self.possible_agents[1]:
             return spaces.Box(0, 1, (2,), np.float32)
         return super().observation_space(agent)
+
+
+def test_a_wrapper_that_redefines_rewards_is_read_through() -> None:
+    from pettingzoo.utils import BaseWrapper
+
+    from fastvec._games import TurnBasedGame
+
+    class DoubleRewards(BaseWrapper):
+        @property
+        def rewards(self) -> dict:
+            return {a: 2 * r for a, r in self.env.unwrapped.rewards.items()}
+
+    plain, doubled = TurnBasedGame(TurnGame()), TurnBasedGame(DoubleRewards(TurnGame()))
+    assert doubled.state is doubled.game and plain.state is plain.game
+    wrapped = TurnBasedGame(pettingzoo.utils.OrderEnforcingWrapper(TurnGame()))
+    assert wrapped.state is wrapped.game.unwrapped  # pass-through wrappers are skipped
+    for game in (plain, doubled):
+        game.reset(seed=0)
+    _, r_plain, *_ = plain.step({"player_0": 2})
+    _, r_doubled, *_ = doubled.step({"player_0": 2})
+    assert r_doubled["player_1"] == 2 * r_plain["player_1"] == -1.0
