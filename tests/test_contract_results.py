@@ -29,7 +29,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests import backends
-from tests.backends import ASYNC, LOCAL, SUBPROC, SYNC
+from tests.backends import ASYNC, LOCAL, RAY, SUBPROC, SYNC
 from tests.cases import ENV_CASES, MODES
 from tests.compare import (
     assert_obs_equal,
@@ -328,7 +328,7 @@ nested_spaces = st.recursive(
     ),
     max_leaves=8,
 )
-EXAMPLES = {SYNC: 40, SUBPROC: 12, ASYNC: 12, LOCAL: 12}  # worker processes start for each example
+EXAMPLES = {SYNC: 40, SUBPROC: 12, ASYNC: 12, LOCAL: 12, RAY: 4}  # workers/actors start for each
 
 
 def test_parity_over_random_nested_spaces(backend, vec_envs):
