@@ -64,8 +64,11 @@ def wait_gone(pids, seconds=DEATH_SECONDS) -> list[int]:
 # ---------------------------------------------------------------------------
 # results: bit-identical to Gymnasium's SyncVectorEnv (and so to SyncVecEnv)
 
-# Pendulum's episodes last 200 steps, too long here; its Box spaces are in other cases.
-CASES = [c for c in ENV_CASES if ENV_CASES[c].num_envs > 1 and c != "pendulum"]
+# One case per path through the packed reply: Box, infos whose type changes, Tuple,
+# Dict, odd leaf sizes, images, mixed info types, the object path; every autoreset mode.
+CASES = ["cartpole", "frozenlake", "blackjack", "counting", "synthetic_dict",
+         "synthetic_tuple", "synthetic_odd_leaves", "synthetic_image_no_infos",
+         "synthetic_mixed_info_types", "object_dict_text"]
 PARITY_STEPS = 80
 PARITY = [(case, MODES[k % 3], bool(k % 2)) for k, case in enumerate(CASES)]
 
