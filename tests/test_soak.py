@@ -30,7 +30,6 @@ from typing import Any
 import numpy as np
 import pytest
 
-import fastvec
 from tests import internals
 from tests.envs import CountingEnv, DictCountingEnv, ObjectSpaceEnv, SyntheticEnv, make_fns
 from tests.games import RelayGame, game_fns

@@ -14,6 +14,11 @@ from fastvec._kernels.flatten import FieldTable
 
 _InfoEntry = tuple[int, dict[str, Any]]
 
+OLD_API_HINT: str
+
+def old_api_step(result: object, index: int) -> ValueError:
+    """The error for a ``step()`` result that is not Gymnasium's 5-tuple."""
+
 class Autoreset(enum.IntEnum):
     NEXT_STEP = 0
     SAME_STEP = 1
