@@ -23,7 +23,15 @@ from fastvec._kernels.stepping import Autoreset
 from fastvec._pool import Pool
 from fastvec.errors import NoAsyncCallError
 
-__all__ = ["AsyncBatches", "check_batch_size"]
+__all__ = ["AsyncBatches", "check_batch_size", "check_positive"]
+
+
+def check_positive(batch_size: int | None) -> None:
+    """ValueError unless ``batch_size`` is None or a positive int (checkable before
+    the rows are known)."""
+    if batch_size is not None and (not isinstance(batch_size, (int, np.integer))
+                                   or isinstance(batch_size, bool) or batch_size < 1):
+        raise ValueError(f"expected batch_size to be a positive int, got {batch_size!r}")
 
 
 def check_batch_size(batch_size: int | None, num_envs: int, num_workers: int,
@@ -34,8 +42,7 @@ def check_batch_size(batch_size: int | None, num_envs: int, num_workers: int,
     """
     if batch_size is None or batch_size == num_envs:
         return num_envs
-    if not isinstance(batch_size, (int, np.integer)) or batch_size < 1:
-        raise ValueError(f"expected batch_size to be a positive int, got {batch_size!r}")
+    check_positive(batch_size)
     if batch_size > num_envs:
         raise ValueError(f"expected batch_size <= num_envs = {num_envs}, got {batch_size}")
     blocks = num_workers + local

@@ -19,7 +19,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from fastvec._async import AsyncBatches, check_batch_size
+from fastvec._async import AsyncBatches, check_batch_size, check_positive
 from fastvec._base import BatchedVecEnv
 from fastvec._call_state import CallState
 from fastvec._pool import FAILURE_POLICIES, split_blocks
@@ -108,6 +108,7 @@ class SubprocVecEnv(BatchedVecEnv):
         if on_worker_failure not in FAILURE_POLICIES:
             raise ValueError("expected on_worker_failure 'raise' or 'restart', "
                              f"got {on_worker_failure!r}")
+        check_positive(batch_size)  # the rest once the rows are known (games fill several)
         if timeout is not None and timeout <= 0:
             raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
         self.num_workers = num_workers
