@@ -38,7 +38,7 @@ def set_environment() -> None:
 
 def start(num_cpus: int = 2) -> tuple[str, str]:
     """Start a head with ``num_cpus`` CPUs; ``(address, temp_dir)``."""
-    temp_dir = tempfile.mkdtemp(prefix="fastvec-ray-", dir="/tmp")  # short: socket paths
+    temp_dir = tempfile.mkdtemp(prefix="ray-tests-", dir="/tmp")  # short: socket paths
     cmd = [sys.executable, "-m", "ray.scripts.scripts", "start", "--head",
            f"--num-cpus={num_cpus}", "--node-ip-address=127.0.0.1", "--port=0",
            "--include-dashboard=false", "--disable-usage-stats", f"--temp-dir={temp_dir}"]
