@@ -10,6 +10,7 @@ the pool's control calls.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -34,7 +35,13 @@ from fastvec.errors import ClosedEnvError
 __all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
 
 _RECV_SEND = ("recv", "send")
+_WAIT_CALLS = ("step_wait", "reset_wait")
 _get_ident = threading.get_ident
+
+
+def check_wait_timeout(timeout: float | None) -> None:
+    if timeout is not None and not timeout >= 0:
+        raise ValueError(f"expected a timeout in seconds >= 0 or None, got {timeout}")
 
 
 class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: tuples
@@ -133,7 +140,7 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
             state = self._state
             # The calls of an ordinary step loop pass without further checks (recv and
             # send check which envs are in flight themselves).
-            if not ((state is CallState.IDLE and call != "step_wait"
+            if not ((state is CallState.IDLE and call not in _WAIT_CALLS
                      and self.batch_size == self.num_envs)
                     or (state is CallState.WAITING_STEP and call == "step_wait")
                     or (call in _RECV_SEND and state is not CallState.CLOSED)):
@@ -203,12 +210,23 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
             self._leave()
 
     def _reset(self, seed: Any, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
+        return self._finish_reset(*self._post_reset(seed, options))
+
+    def _post_reset(self, seed: Any, options: dict[str, Any] | None
+                    ) -> tuple[list[int], np.ndarray | None]:
+        """Check the arguments and start resetting; the blocks reset and the mask."""
         seeds, mask = self._reset_args(seed, options)
         pool = self._pool
         assert pool is not None  # set in __init__
         blocks = [b for b, (start, stop) in enumerate(pool.bounds)
                   if mask is None or mask[start:stop].any()]
         pool.post_reset(blocks, seeds, options, mask)
+        return blocks, mask
+
+    def _finish_reset(self, blocks: list[int], mask: np.ndarray | None
+                      ) -> tuple[Any, dict[str, Any]]:
+        pool = self._pool
+        assert pool is not None  # set in __init__
         _, entries = pool.collect(blocks, "a reset", restart_truncates=False)
         where = slice(None) if mask is None else mask
         self._buffers.terminations[where] = False
@@ -220,6 +238,60 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         if self._games:
             add_game_infos(infos, self._buffers, slice(None))
         return self._buffers.obs.observations(), infos
+
+    def reset_async(
+        self,
+        seed: int | list[int | None] | None = None,
+        options: dict[str, Any] | None = None,
+    ) -> None:
+        """Start a :meth:`reset`; finish it with :meth:`reset_wait` (as Gymnasium's
+        ``AsyncVectorEnv``).  The arguments are checked here; nothing is pending when
+        they are refused.
+
+        Raises:
+            ValueError: As for :meth:`reset`.
+            ClosedEnvError: The vector env is closed.
+            AlreadyPendingCallError: A ``step_async`` or a ``reset_async`` is pending.
+        """
+        self._enter("reset_async")
+        try:
+            self._reset_pending = self._post_reset(seed, options)
+            self._state = CallState.WAITING_RESET
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
+
+    def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
+        """Finish the reset started by :meth:`reset_async`: ``(obs, infos)`` as :meth:`reset`.
+
+        Args:
+            timeout: Seconds this wait may take (``SubprocVecEnv``; None: the
+                vector env's own ``timeout``).  Past it, ``WorkerTimeout`` (also a
+                ``multiprocessing.TimeoutError``, as Gymnasium raises), and the
+                vector env is unusable but closes promptly.
+
+        Raises:
+            NoAsyncCallError: No ``reset_async`` is pending.
+            ClosedEnvError: The vector env is closed.
+            WorkerTimeout: The wait took longer than ``timeout``.
+        """
+        self._enter("reset_wait")
+        try:
+            check_wait_timeout(timeout)
+            self._state = CallState.IDLE
+            blocks, mask = self.__dict__.pop("_reset_pending")
+            with self._wait_limit(timeout):
+                return self._finish_reset(blocks, mask)
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
+
+    def _wait_limit(self, timeout: float | None) -> contextlib.AbstractContextManager:
+        """Limit the next wait for workers to ``timeout`` seconds (where envs run
+        elsewhere; a ``SyncVecEnv`` has done the work before any wait)."""
+        return contextlib.nullcontext()
 
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Step every env with its action; auto-reset as ``autoreset_mode`` says.
@@ -309,8 +381,15 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         assert self._pool is not None  # set in __init__
         self._pool.post_step(self._all_blocks, checked, self._actions)
 
-    def step_wait(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+    def step_wait(self, timeout: float | None = None
+                  ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Finish the step started by :meth:`step_async` and return its batch.
+
+        Args:
+            timeout: Seconds this wait may take (``SubprocVecEnv``; None: the
+                vector env's own ``timeout``).  Past it, ``WorkerTimeout`` (also a
+                ``multiprocessing.TimeoutError``, as Gymnasium raises), and the
+                vector env is unusable but closes promptly.
 
         Returns:
             ``(obs, rewards, terminations, truncations, infos)``, as :meth:`step`.
@@ -318,6 +397,7 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         Raises:
             NoAsyncCallError: No ``step_async`` is pending.
             ClosedEnvError: The vector env is closed.
+            WorkerTimeout: The wait took longer than ``timeout``.
 
         Example:
             >>> import gymnasium as gym
@@ -331,8 +411,12 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         """
         self._enter("step_wait")
         try:
+            check_wait_timeout(timeout)
             self._state = CallState.IDLE
-            return self._finish_step()
+            if timeout is None:
+                return self._finish_step()
+            with self._wait_limit(timeout):
+                return self._finish_step()
         except Exception as exc:
             self._failed(exc)
         finally:
@@ -396,9 +480,11 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
             self.__dict__.pop(name, None)
 
     def _pending_blocks(self) -> list[int]:
-        """Blocks with a command in flight (a pending ``step_async``)."""
+        """Blocks with a command in flight (a pending ``step_async`` or ``reset_async``)."""
         if self._state is CallState.WAITING_STEP and self._pool is not None:
             return list(self._all_blocks)
+        if self._state is CallState.WAITING_RESET and self._pool is not None:
+            return list(self._reset_pending[0])
         return []
 
     # -- helpers ---------------------------------------------------------------------

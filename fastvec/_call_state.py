@@ -35,6 +35,7 @@ class CallState(Enum):
 
     IDLE = "idle"
     WAITING_STEP = "waiting for step_wait()"
+    WAITING_RESET = "waiting for reset_wait()"
     IN_FLIGHT = "envs in flight"  # async batches: sent or reset, not yet received
     CLOSED = "closed"
 
@@ -52,6 +53,17 @@ def check_call(state: CallState, call: str, owner: str, async_only: str | None) 
         if state is not CallState.WAITING_STEP:
             raise NoAsyncCallError("step_wait() called without a pending step_async()", "step")
         return
+    if call == "reset_wait":
+        if state is not CallState.WAITING_RESET:
+            raise NoAsyncCallError("reset_wait() called without a pending reset_async()",
+                                   "reset")
+        return
+    if state is CallState.WAITING_RESET:
+        if call in CONTROL_CALLS:
+            raise FastVecError(f"{call}() called while a reset is pending; call reset_wait()")
+        raise AlreadyPendingCallError(
+            f"{call}() called while a reset_async() is pending; call reset_wait() first",
+            "reset")
     if state is CallState.WAITING_STEP:
         if call == "reset":
             raise AlreadyPendingCallError(
@@ -60,12 +72,12 @@ def check_call(state: CallState, call: str, owner: str, async_only: str | None) 
             raise AlreadyPendingCallError(
                 "step_async() called while a step is already pending; call step_wait() first",
                 "step")
-        if call == "async_reset":
-            raise AlreadyPendingCallError("async_reset() called while a step is pending", "step")
+        if call in ("async_reset", "reset_async"):
+            raise AlreadyPendingCallError(f"{call}() called while a step is pending", "step")
         if call in CONTROL_CALLS:
             raise FastVecError(f"{call}() called while a step is pending; call step_wait()")
-    if call in ("reset", "step_async"):
-        what = "reset" if call == "reset" else "step"
+    if call in ("reset", "reset_async", "step_async"):
+        what = "step" if call == "step_async" else call
         if async_only is not None:
             raise FastVecError(f"{what}() is not available with {async_only}: use "
                                "async_reset(), recv() and send()")

@@ -63,6 +63,8 @@ class ProcessPool(Pool):
                  timeout: float | None, on_failure: str) -> None:
         self.bounds = self.unit_bounds = bounds
         self.timeout = timeout
+        self.wait_timeout: float | None = None  # one wait's own limit (step_wait(timeout=))
+        self._wait_deadline = float("inf")
         self.on_failure = on_failure
         self._ctx = ctx
         self._workers: list[WorkerProcess] = []
@@ -268,7 +270,13 @@ class ProcessPool(Pool):
             raise
 
     def _gather(self, waiting: list[int], what: str, want: int) -> dict[int, Any]:
-        deadline = time.monotonic() + (self.timeout if self.timeout else float("inf"))
+        now = time.monotonic()
+        deadline = now + (self.timeout if self.timeout else float("inf"))
+        if self.wait_timeout is not None:
+            self._wait_deadline = now + self.wait_timeout
+            deadline = min(deadline, self._wait_deadline)
+        else:
+            self._wait_deadline = float("inf")
         replies: dict[int, Any] = {}
         while len(replies) < want:
             self._barrier.wait(waiting, want - len(replies), SLICE_SECONDS)
@@ -307,6 +315,12 @@ class ProcessPool(Pool):
                 self.broken = f"a worker exceeded the {self.timeout} s timeout"
                 raise WorkerTimeout(f"workers {late} did not finish {what} within "
                                     f"timeout={self.timeout} s")
+        if now > self._wait_deadline:
+            late = [w for w in waiting if not self._barrier.is_done(w)]
+            if late:
+                self.broken = f"a wait exceeded its {self.wait_timeout} s timeout"
+                raise WorkerTimeout(f"workers {late} did not finish {what} within the "
+                                    f"wait's timeout={self.wait_timeout} s")
 
     def _dead(self, workers: list[int]) -> list[int]:
         """The workers among ``workers`` whose process has exited (one poll for all)."""

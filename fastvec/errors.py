@@ -17,6 +17,8 @@ Example:
 
 from __future__ import annotations
 
+import multiprocessing
+
 from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoAsyncCallError
 
 __all__ = [
@@ -121,10 +123,12 @@ def _rebuild_worker_error(message, env_index, worker_index, exitcode) -> WorkerE
     )
 
 
-class WorkerTimeout(FastVecError, TimeoutError):
-    """A step, reset or call took longer than the ``timeout`` the vector env was given.
+class WorkerTimeout(FastVecError, TimeoutError, multiprocessing.TimeoutError):
+    """A step, reset or call took longer than the ``timeout`` the vector env was given
+    (or a ``step_wait``/``reset_wait`` longer than its own ``timeout``).
 
-    Also a ``TimeoutError``.  The message lists the late workers.  The vector env is
+    Also a ``TimeoutError``, and a ``multiprocessing.TimeoutError`` (what Gymnasium's
+    ``AsyncVectorEnv`` raises).  The message lists the late workers.  The vector env is
     unusable afterwards, but ``close()`` still returns promptly.
     """
 

@@ -9,10 +9,11 @@ flow of a step is written at the top of ``fastvec._pool``.  Async batches
 from __future__ import annotations
 
 import atexit
+import contextlib
 import multiprocessing as mp
 import os
 import weakref
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -212,6 +213,18 @@ class SubprocVecEnv(BatchedVecEnv):
             self._failed(exc)
         finally:
             self._leave()
+
+    @contextlib.contextmanager
+    def _wait_limit(self, timeout: float | None) -> Iterator[None]:
+        workers = getattr(self._pool, "workers", self._pool)  # past a local block
+        if timeout is None or not isinstance(workers, ProcessPool):
+            yield
+            return
+        workers.wait_timeout = timeout
+        try:
+            yield
+        finally:
+            workers.wait_timeout = None
 
     # -- shutdown --------------------------------------------------------------------
 
