@@ -84,14 +84,6 @@ DEPARTURES: dict[str, tuple[str, str, list[str]]] = {
                  "test_vector_env.py::test_partial_reset_failure[",
                  "test_observation_mode.py::TestVectorEnvObservationModes::"
                  "test_obs_mode_same_different_spaces["]),
-    "observation-mode": ("gap", "observation_mode='different' or (batched, single) spaces "
-                         "is not supported yet (only 'same')",
-                         ["test_observation_mode.py::TestVectorEnvObservationModes::"
-                          "test_invalid_observation_mode[",
-                          "test_observation_mode.py::TestVectorEnvObservationModes::"
-                          "test_obs_mode_different_different_spaces[",
-                          "test_observation_mode.py::TestVectorEnvObservationModes::"
-                          "test_obs_mode_different_different_shapes["]),
 }
 
 
@@ -105,8 +97,8 @@ class SyncVectorEnv(fastvec.SyncVecEnv):
         observation_mode: Any = "same",
         autoreset_mode: Any = gymnasium.vector.AutoresetMode.NEXT_STEP,
     ) -> None:
-        kwargs = {} if observation_mode == "same" else {"observation_mode": observation_mode}
-        super().__init__(env_fns, autoreset_mode=autoreset_mode, copy=copy, **kwargs)
+        super().__init__(env_fns, autoreset_mode=autoreset_mode, copy=copy,
+                         observation_mode=observation_mode)
 
 
 class AsyncVectorEnv(fastvec.SubprocVecEnv):
@@ -130,9 +122,9 @@ class AsyncVectorEnv(fastvec.SubprocVecEnv):
     ) -> None:
         if worker is not None:
             raise ValueError("fastvec has no custom worker functions (worker=...)")
-        kwargs = {} if observation_mode == "same" else {"observation_mode": observation_mode}
         super().__init__(env_fns, num_workers=len(env_fns), context=context,
-                         autoreset_mode=autoreset_mode, copy=copy, **kwargs)
+                         autoreset_mode=autoreset_mode, copy=copy,
+                         observation_mode=observation_mode)
 
 
 def substitute() -> None:

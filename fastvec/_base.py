@@ -81,11 +81,14 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         copy: bool,
         episode_statistics: bool,
         agents: tuple[str, ...] | None = None,
+        observation_space: spaces.Space | None = None,
     ) -> None:
         """Set the spaces, modes and the action checker (before the pool exists).
 
         ``agents``: for multi-agent games, the agent of each seat (``num_envs``
         counts rows, one per seat of each game); None for single-agent envs.
+        ``observation_space``: the batched observation space, when it is not
+        ``batch_space`` of the single one (``observation_mode`` other than "same").
         """
         self.num_envs = num_envs
         self._games = agents is not None
@@ -103,7 +106,8 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         self.metadata["autoreset_mode"] = self.autoreset_mode
         self.render_mode = render_mode
         self.single_observation_space = single_observation_space
-        self.observation_space = batch_space(single_observation_space, num_envs)
+        self.observation_space = batch_space(single_observation_space, num_envs) \
+            if observation_space is None else observation_space
         self.single_action_space = single_action_space
         self.action_space = batch_space(single_action_space, num_envs)
         self._actions = ActionChecker(single_action_space, self.action_space, num_envs)

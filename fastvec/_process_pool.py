@@ -21,6 +21,7 @@ from fastvec._buffers import Buffers
 from fastvec._kernels.barrier import Barrier, barrier_nbytes
 from fastvec._layout import batch_views, copy_into, layout_of
 from fastvec._obs_store import make_obs_store
+from fastvec._observation_mode import ObservationMode, observation_spaces, same_space_hint
 from fastvec._pool import Entries, Pool
 from fastvec._procs import SLICE_SECONDS, RemoteTraceback, WorkerProcess, send_all
 from fastvec._protocol import (
@@ -60,8 +61,10 @@ class ProcessPool(Pool):
     owner = "SubprocVecEnv"
 
     def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], ctx: Any,
-                 timeout: float | None, on_failure: str) -> None:
+                 timeout: float | None, on_failure: str,
+                 observation_mode: ObservationMode = "same") -> None:
         self.bounds = self.unit_bounds = bounds
+        self.observation_mode = observation_mode
         self.timeout = timeout
         self.wait_timeout: float | None = None  # one wait's own limit (step_wait(timeout=))
         self._wait_deadline = float("inf")
@@ -82,21 +85,26 @@ class ProcessPool(Pool):
 
     def _check_spaces(self) -> None:
         deadline = time.monotonic() + STARTUP_SECONDS
-        hellos = [self._hello(w, deadline) for w in range(self.num_blocks)]
+        self.hellos = hellos = [self._hello(w, deadline) for w in range(self.num_blocks)]
         self.hello = hellos[0]
         expected = (self.hello.observation_space, self.hello.action_space)
         spaces = [triple for hello in hellos for triple in hello.env_spaces]
         first = self.bounds[0][0]
+        same = self.observation_mode == "same"
         for index, (env_obs, env_act, agents) in enumerate(spaces, start=first):
-            if env_obs != expected[0] or env_act != expected[1]:
+            if (same and env_obs != expected[0]) or env_act != expected[1]:
+                hint = same_space_hint if same and env_obs != expected[0] else ""
                 raise SpacesMismatchError(f"env {index} has spaces ({env_obs}, {env_act}); expected "
-                                 f"({expected[0]}, {expected[1]}) as env {first}")
+                                 f"({expected[0]}, {expected[1]}) as env {first}{hint}")
             if agents != spaces[0][2]:
                 raise SpacesMismatchError(f"env {index} has agents {agents}; expected "
                                           f"{spaces[0][2]} as env {first}")
         if any((hello.agents is None) != (self.hello.agents is None) for hello in hellos):
             raise SpacesMismatchError("expected every env function to return a game, or none "
                                       "of them (some returned PettingZoo games, some envs)")
+        self.observation_spaces = observation_spaces(
+            self.observation_mode, [triple[0] for triple in spaces],
+            games=self.hello.agents is not None, first=first)
         self.seats = len(spaces[0][2])
         self.unit_name = "env" if self.hello.agents is None else "game"
         self.bounds = [(a * self.seats, b * self.seats) for a, b in self.unit_bounds]
@@ -121,7 +129,8 @@ class ProcessPool(Pool):
     def attach(self, mode: int, copy: bool) -> Buffers:
         """Lay out the shared block, hand it to every worker; the batch buffers in it."""
         n = self.bounds[-1][1]
-        obs_layout = layout_of(self.hello.observation_space)
+        obs_space = self.observation_spaces[0]
+        obs_layout = layout_of(obs_space)
         act_layout = layout_of(self.hello.action_space)
         self._plan = plan_block([
             (Region.BARRIER, (barrier_nbytes(self.num_blocks),), "u1"),
@@ -144,7 +153,7 @@ class ProcessPool(Pool):
                                 self._last_infos)
         self._action_views = None if act_layout is None else batch_views(
             act_layout, arrays[Region.ACTIONS])
-        store = make_obs_store(self.hello.observation_space, n, copy, arrays[Region.OBS])
+        store = make_obs_store(obs_space, n, copy, arrays[Region.OBS])
         self.buffers = Buffers(store, *(arrays[region] for region in Region.RESULTS))
         deadline = time.monotonic() + STARTUP_SECONDS
         for w in range(self.num_blocks):

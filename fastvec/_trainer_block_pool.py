@@ -24,6 +24,7 @@ from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
 from fastvec._pool import Entries, LocalBlock, Pool
 from fastvec._games import describe
+from fastvec._observation_mode import observation_spaces, same_space_hint
 from fastvec._process_pool import ProcessPool
 from fastvec.errors import ObservationError, SpacesMismatchError, WorkerError
 
@@ -48,11 +49,19 @@ class TrainerBlockPool(Pool):
         self.envs = self._build()
         mine = describe(self.envs)
         expected = workers.hello.env_spaces[0]
+        mode = workers.observation_mode
         for index, triple in enumerate(mine.env_spaces):
-            if triple != expected or mine.agents != workers.hello.agents:
+            obs_differs = mode == "same" and triple[0] != expected[0]
+            if obs_differs or triple[1:] != expected[1:] or mine.agents != workers.hello.agents:
                 raise SpacesMismatchError(
                     f"env {index} has spaces and agents {triple}; expected {expected} "
-                    f"as env {stop}")
+                    f"as env {stop}{same_space_hint if obs_differs else ''}")
+        # env 0 is this block's: the single space is its (for "different"), and the
+        # workers lay out their shared batch by the one decided here
+        every = [triple[0] for triple in mine.env_spaces] + \
+            [triple[0] for hello in workers.hellos for triple in hello.env_spaces]
+        self.observation_spaces = workers.observation_spaces = observation_spaces(
+            mode, every, games=mine.agents is not None)
 
     @property
     def broken(self) -> str | None:  # type: ignore[override]

@@ -23,6 +23,7 @@ from gymnasium.vector import AutoresetMode
 from fastvec._async import AsyncBatches, check_batch_size, check_positive
 from fastvec._base import BatchedVecEnv
 from fastvec._call_state import CallState
+from fastvec._observation_mode import ObservationMode, check_observation_mode
 from fastvec._pool import FAILURE_POLICIES, split_blocks
 from fastvec._process_pool import ProcessPool
 from fastvec._trainer_block_pool import TrainerBlockPool
@@ -65,9 +66,13 @@ class SubprocVecEnv(BatchedVecEnv):
             blocks itself while the workers step theirs (for few cores and cheap envs;
             a native crash in a local env takes the trainer down). Default
             ``num_workers`` is then ``min(num_envs, os.cpu_count()) - 1`` (at least 1).
+        observation_mode: ``"same"``, ``"different"`` or ``(observation_space,
+            single_observation_space)``, as in :class:`fastvec.SyncVecEnv` (with
+            ``"different"`` every env's space is read once the workers built them).
 
     Raises:
-        ValueError: an argument is out of range (the message says what would work).
+        ValueError: an argument is out of range (the message says what would work), or
+            the envs' spaces differ (``SpacesMismatchError``, naming the env).
         WorkerError: an env could not be built in its worker.
 
     Example:
@@ -94,6 +99,7 @@ class SubprocVecEnv(BatchedVecEnv):
         on_worker_failure: str = "raise",
         episode_statistics: bool = False,
         local_block: bool = False,
+        observation_mode: ObservationMode = "same",
     ) -> None:
         num_envs = len(env_fns)  # env functions; a game fills several rows, known later
         if num_envs < 1:
@@ -109,6 +115,7 @@ class SubprocVecEnv(BatchedVecEnv):
         if on_worker_failure not in FAILURE_POLICIES:
             raise ValueError("expected on_worker_failure 'raise' or 'restart', "
                              f"got {on_worker_failure!r}")
+        check_observation_mode(observation_mode)
         check_positive(batch_size)  # the rest once the rows are known (games fill several)
         if timeout is not None and timeout <= 0:
             raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
@@ -116,11 +123,12 @@ class SubprocVecEnv(BatchedVecEnv):
         self.local_block = bool(local_block)
         self.timeout = timeout
         self.on_worker_failure = on_worker_failure
+        self.observation_mode = observation_mode
         self.context = context or default_context()
         _LIVE.add(self)
         bounds = split_blocks(num_envs, num_workers + local)
         workers = ProcessPool(env_fns, bounds[local:], mp.get_context(self.context), timeout,
-                              on_worker_failure)
+                              on_worker_failure, observation_mode)
         pool: ProcessPool | TrainerBlockPool = workers
         try:
             if local_block:
@@ -128,9 +136,10 @@ class SubprocVecEnv(BatchedVecEnv):
             hello = pool.hello
             num_rows = pool.bounds[-1][1]
             self.batch_size = check_batch_size(batch_size, num_rows, num_workers, local)
-            self._setup(num_rows, hello.observation_space, hello.action_space, hello.metadata,
+            single, batched = pool.observation_spaces
+            self._setup(num_rows, single, hello.action_space, hello.metadata,
                         hello.render_mode, autoreset_mode, copy, episode_statistics,
-                        hello.agents)
+                        hello.agents, batched)
             pool.attach(self._mode_code, self.copy)
         except BaseException:
             pool.close()
