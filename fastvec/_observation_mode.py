@@ -107,7 +107,7 @@ def _words(mode: ObservationMode) -> str:
     return f"observation_mode={mode!r}"
 
 
-def space_difference(space: spaces.Space, other: spaces.Space,
+def space_difference(space: Any, other: Any,
                      path: tuple[str | int, ...] = ()) -> str | None:
     """What keeps ``other`` from sharing ``space``'s layout, or None when nothing does.
 

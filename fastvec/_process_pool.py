@@ -59,6 +59,7 @@ class ProcessPool(Pool):
     """
 
     owner = "SubprocVecEnv"
+    observation_spaces: tuple[Any, Any]  # (single, batched or None): _observation_mode
 
     def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], ctx: Any,
                  timeout: float | None, on_failure: str,
@@ -94,17 +95,19 @@ class ProcessPool(Pool):
         for index, (env_obs, env_act, agents) in enumerate(spaces, start=first):
             if (same and env_obs != expected[0]) or env_act != expected[1]:
                 hint = same_space_hint if same and env_obs != expected[0] else ""
-                raise SpacesMismatchError(f"env {index} has spaces ({env_obs}, {env_act}); expected "
-                                 f"({expected[0]}, {expected[1]}) as env {first}{hint}")
+                raise SpacesMismatchError(
+                    f"env {index} has spaces ({env_obs}, {env_act}); expected "
+                    f"({expected[0]}, {expected[1]}) as env {first}{hint}")
             if agents != spaces[0][2]:
                 raise SpacesMismatchError(f"env {index} has agents {agents}; expected "
                                           f"{spaces[0][2]} as env {first}")
         if any((hello.agents is None) != (self.hello.agents is None) for hello in hellos):
             raise SpacesMismatchError("expected every env function to return a game, or none "
                                       "of them (some returned PettingZoo games, some envs)")
-        self.observation_spaces = observation_spaces(
-            self.observation_mode, [triple[0] for triple in spaces],
-            games=self.hello.agents is not None, first=first)
+        if first == 0:  # else env 0 is in a local block: TrainerBlockPool decides
+            self.observation_spaces = observation_spaces(
+                self.observation_mode, [triple[0] for triple in spaces],
+                games=self.hello.agents is not None)
         self.seats = len(spaces[0][2])
         self.unit_name = "env" if self.hello.agents is None else "game"
         self.bounds = [(a * self.seats, b * self.seats) for a, b in self.unit_bounds]
