@@ -37,31 +37,32 @@ __all__ = ["BlockHost", "pack", "packed_size", "unpack"]
 Reply = Any  # np.ndarray | tuple[np.ndarray, list | None, list | None] | ErrorReport
 
 
+FLAGS = ("terminations", "truncations", "needs_reset", "alive", "active")
+
+
 def packed_size(count: int, record_size: int) -> int:
-    """Bytes of a block's packed results: rewards, records, three flags per env."""
-    return count * (8 + record_size + 3)
+    """Bytes of a block's packed results: rewards, records, five flags per row."""
+    return count * (8 + record_size + len(FLAGS))
 
 
 def unpack(packed: np.ndarray, count: int, record_size: int) -> tuple[np.ndarray, ...]:
-    """Views of a packed block: ``(rewards, records, terminations, truncations, needs_reset)``."""
+    """Views of a packed block: ``(rewards, records, *flags)``, the flags in ``FLAGS`` order."""
     rewards = packed[:8 * count].view(np.float64)
     end = 8 * count + count * record_size
     records = packed[8 * count:end].reshape(count, record_size)
-    flags = packed[end:end + 3 * count].view(np.bool_)
-    return rewards, records, flags[:count], flags[count:2 * count], flags[2 * count:]
+    flags = packed[end:end + len(FLAGS) * count].view(np.bool_)
+    return (rewards, records, *(flags[k * count:(k + 1) * count] for k in range(len(FLAGS))))
 
 
 def pack(out: np.ndarray, buffers: Any, records: np.ndarray | None) -> np.ndarray:
     """The block's results from ``buffers`` (and observation ``records``) into ``out``."""
     count = len(buffers.rewards)
-    rewards, rows, terminations, truncations, needs_reset = unpack(
-        out, count, 0 if records is None else records.shape[1])
+    rewards, rows, *flags = unpack(out, count, 0 if records is None else records.shape[1])
     rewards[:] = buffers.rewards
     if records is not None:
         rows[:] = records
-    terminations[:] = buffers.terminations
-    truncations[:] = buffers.truncations
-    needs_reset[:] = buffers.needs_reset
+    for name, flag in zip(FLAGS, flags, strict=True):
+        flag[:] = getattr(buffers, name)
     return out
 
 
@@ -70,11 +71,16 @@ def _built(env: Any) -> Any:
 
 
 class BlockHost:
-    """Envs ``first:first + count`` of a vector env, in a fastvec vector env of their own."""
+    """Envs (or games) ``first:first + count`` of a vector env, in a vector env of their own.
+
+    ``first`` counts env functions; the block's rows start at ``first * seats``
+    (a game fills one row per seat).
+    """
 
     def __init__(self, env_fns_bytes: bytes, first: int, inner: str, mode: Any,
                  inner_options: dict | None = None) -> None:
         self.first = first
+        self.first_row, self.seats = first, 1
         self.inner = inner
         self.mode = mode
         self.inner_options = dict(inner_options or {})
@@ -94,18 +100,18 @@ class BlockHost:
 
                 self.vec = SubprocVecEnv(env_fns, autoreset_mode=self.mode, copy=False,
                                          **self.inner_options)
+                agents = self.vec.agents if self.vec._games else None
                 spaces: list[tuple[Any, Any, tuple[str, ...]]] = [
                     (self.vec.single_observation_space, self.vec.single_action_space,
-                     SINGLE_AGENT)] * len(env_fns)
-                agents = None
+                     agents or SINGLE_AGENT)] * len(env_fns)
             else:
                 for building, env_fn in enumerate(env_fns):
                     self.envs.append(env_fn())
                 building = None
                 about = describe(self.envs)
                 spaces, agents = about.env_spaces, about.agents
-                if any(triple != spaces[0] for triple in spaces) or agents is not None:
-                    return about  # the trainer names the env that differs, or refuses games
+                if any(triple != spaces[0] for triple in spaces):
+                    return about  # the trainer names the env that differs
                 from fastvec.sync_env import SyncVecEnv
 
                 self.vec = SyncVecEnv([functools.partial(_built, env) for env in self.envs],
@@ -114,11 +120,16 @@ class BlockHost:
             return self._report(exc, building)
         vec = self.vec
         self.pool = vec._pool
+        if self.inner == "subproc":  # raw info entries: the trainer batches all blocks' infos
+            workers = getattr(self.pool, "workers", self.pool)  # a local block's workers
+            workers.infos.raw_only[0] = 1
         self.blocks = list(range(self.pool.num_blocks))
         self.buffers = self.pool.buffers
         self.records = getattr(self.buffers.obs, "rows", None)
         self.objects = getattr(self.buffers.obs, "objects", None)
         count = vec.num_envs
+        self.seats = len(vec.agents)
+        self.first_row = self.first * self.seats
         record_size = 0 if self.records is None else self.records.shape[1]
         self.out = np.zeros(packed_size(count, record_size), dtype=np.uint8)
         return Hello(vec.single_observation_space, vec.single_action_space,
@@ -186,14 +197,14 @@ class BlockHost:
         packed = pack(self.out, self.buffers, self.records)
         if not entries and self.objects is None:
             return packed
-        entries = [(i + self.first, info) for i, info in entries]
+        entries = [(i + self.first_row, info) for i, info in entries]
         return packed, entries or None, self.objects
 
     def _current(self) -> int | None:
         """The env (in the block) that was running, for an in-process block."""
         if self.inner == "subproc":
             return None
-        return self.pool.block.block.current
+        return self.pool.block.block.current // self.seats
 
     def _report(self, exc: BaseException, env_index: int | None) -> ErrorReport:
         """``exc`` as an ``ErrorReport`` naming the env by its index in the whole vector env."""
@@ -203,7 +214,8 @@ class BlockHost:
         message = str(exc)
         if isinstance(exc, (ObservationError, SpacesMismatchError, WorkerError)):
             # name envs by their index in the whole vector env, not in this block
-            message = re.sub(r"\benv (\d+)", lambda m: f"env {int(m[1]) + self.first}", message)
+            message = re.sub(r"\b(env|game) (\d+)",
+                             lambda m: f"{m[1]} {int(m[2]) + self.first}", message)
         text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
         return ErrorReport(index, type(exc).__name__, message, text,
                            isinstance(exc, ObservationError))

@@ -33,7 +33,7 @@ from fastvec._obs_store import make_obs_store
 from fastvec._pool import Entries, Pool
 from fastvec._procs import RemoteTraceback
 from fastvec._protocol import ErrorReport, Hello
-from fastvec._ray_actor import BlockHost, unpack
+from fastvec._ray_actor import FLAGS, BlockHost, unpack
 from fastvec.errors import (
     ObservationError,
     SpacesMismatchError,
@@ -98,7 +98,10 @@ def take_rows(space: spaces.Space, batch: Any, rows: slice | np.ndarray) -> Any:
 class RayPool(Pool):
     """Ray actors, one per block of ``bounds``, each hosting its block in a vector env.
 
-    After construction ``hello`` holds the envs' spaces, metadata and render mode.
+    ``bounds`` count env functions; for games, which fill one row per seat, the
+    pool's ``bounds`` count rows once the actors have said what they built
+    (``unit_bounds`` keeps the env functions' blocks).  After construction
+    ``hello`` holds the envs' spaces, metadata and render mode.
     """
 
     owner = "RayVecEnv"
@@ -109,7 +112,7 @@ class RayPool(Pool):
         import ray
 
         self._ray = ray
-        self.bounds = bounds
+        self.bounds = self.unit_bounds = bounds
         self.timeout = timeout
         self.on_failure = on_failure
         self._inner, self._mode, self._inner_options = inner, mode, inner_options
@@ -142,7 +145,7 @@ class RayPool(Pool):
         if "scheduling_strategy" not in options and "placement_group" not in options:
             options = {**options, "scheduling_strategy": self._spread(b, avoid)}
         return self._actor_class.options(**options).remote(
-            self._env_fns_bytes[b], self.bounds[b][0], self._inner, self._mode,
+            self._env_fns_bytes[b], self.unit_bounds[b][0], self._inner, self._mode,
             self._inner_options)
 
     def _spread(self, b: int, avoid: str | None) -> Any:
@@ -165,16 +168,22 @@ class RayPool(Pool):
         return [replies[b] for b in blocks]
 
     def _check_spaces(self, hellos: list[Hello]) -> None:
-        if any(hello.agents is not None for hello in hellos):
-            raise ValueError("RayVecEnv does not run multi-agent games yet; use SyncVecEnv "
-                             "or SubprocVecEnv for them")
+        if any((hello.agents is None) != (hellos[0].agents is None) for hello in hellos):
+            raise SpacesMismatchError("expected every env function to return a game, or none "
+                                      "of them (some returned PettingZoo games, some envs)")
         expected = hellos[0].env_spaces[0]
         for hello, (start, _) in zip(hellos, self.bounds, strict=True):
             for index, triple in enumerate(hello.env_spaces, start=start):
-                if triple != expected:
+                if triple[:2] != expected[:2]:
                     raise SpacesMismatchError(
                         f"env {index} has spaces ({triple[0]}, {triple[1]}); expected "
                         f"({expected[0]}, {expected[1]}) as env 0")
+                if triple[2] != expected[2]:
+                    raise SpacesMismatchError(f"env {index} has agents {triple[2]}; expected "
+                                              f"{expected[2]} as env 0")
+        self.seats = len(expected[2])
+        self.unit_name = "env" if hellos[0].agents is None else "game"
+        self.bounds = [(a * self.seats, b * self.seats) for a, b in self.unit_bounds]
 
     def _setup_buffers(self, copy: bool) -> None:
         n = self.bounds[-1][1]
@@ -223,7 +232,7 @@ class RayPool(Pool):
         fn_bytes = cloudpickle.dumps(fn)
         blocks = []
         now = time.monotonic()
-        for b, (start, stop) in enumerate(self.bounds):
+        for b, (start, stop) in enumerate(self.unit_bounds):
             local = [k for k, i in enumerate(targets) if start <= i < stop]
             if not local:
                 continue
@@ -245,15 +254,13 @@ class RayPool(Pool):
         if type(reply) is tuple:
             reply, entries, objects = reply
         start, stop = self.bounds[b]
-        rewards, records, terminations, truncations, needs_reset = unpack(
-            reply, stop - start, self._record_size)
+        rewards, records, *flags = unpack(reply, stop - start, self._record_size)
         buffers = self.buffers
         buffers.rewards[start:stop] = rewards
         if self._record_size:
             buffers.obs.rows[start:stop] = records  # type: ignore[attr-defined]
-        buffers.terminations[start:stop] = terminations
-        buffers.truncations[start:stop] = truncations
-        buffers.needs_reset[start:stop] = needs_reset
+        for name, flag in zip(FLAGS, flags, strict=True):
+            getattr(buffers, name)[start:stop] = flag
         if objects is not None:
             buffers.obs.receive(start, objects)
         return entries or []
@@ -306,9 +313,9 @@ class RayPool(Pool):
         return value
 
     def _died(self, b: int, exc: BaseException, what: str) -> WorkerError:
-        start, stop = self.bounds[b]
+        start, stop = self.unit_bounds[b]
         self._dead.add(b)
-        error = WorkerError(f"actor {b} (envs {start}..{stop - 1}) died during {what}: "
+        error = WorkerError(f"actor {b} ({self.unit_name}s {start}..{stop - 1}) died during {what}: "
                             f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
                             worker_index=b)
         error.__cause__ = exc
@@ -316,12 +323,12 @@ class RayPool(Pool):
 
     def _error(self, b: int, report: ErrorReport, what: str) -> BaseException:
         index = report.env_index
-        where = f"env {index} (actor {b})" if index is not None else f"actor {b}"
+        where = f"{self.unit_name} {index} (actor {b})" if index is not None else f"actor {b}"
         exc: BaseException
         if report.is_observation_error:
             exc = ObservationError(report.message)
         elif report.type_name == "SpacesMismatchError":
-            start, stop = self.bounds[b]
+            start, stop = self.unit_bounds[b]
             exc = SpacesMismatchError(f"{report.message} (actor {b}: envs {start}..{stop - 1})")
         else:
             exc = WorkerError(f"{where} raised {report.type_name} during {what}: "

@@ -17,7 +17,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastvec._arguments import parse_autoreset_mode
-from fastvec._async import AsyncBatches, check_batch_size
+from fastvec._async import AsyncBatches, check_batch_size, check_positive
 from fastvec._base import BatchedVecEnv
 from fastvec._call_state import CallState
 from fastvec._pool import FAILURE_POLICIES, split_blocks
@@ -102,7 +102,7 @@ class RayVecEnv(BatchedVecEnv):
                 alive = sum(1 for node in ray.nodes() if node.get("Alive"))
                 num_actors = max(1, min(num_envs, alive))
             self.num_actors = num_actors
-            self.batch_size = check_batch_size(batch_size, num_envs, num_actors)
+            check_positive(batch_size)  # the rest once the rows are known (games fill several)
             pool = RayPool(env_fns, split_blocks(num_envs, num_actors), inner, mode, copy,
                            actor_options, inner_options, timeout, on_worker_failure, started)
         except BaseException:
@@ -114,14 +114,16 @@ class RayVecEnv(BatchedVecEnv):
         self.on_worker_failure = on_worker_failure
         try:
             hello = pool.hello
-            self._setup(num_envs, hello.observation_space, hello.action_space, hello.metadata,
-                        hello.render_mode, mode, copy, episode_statistics)
+            num_rows = pool.bounds[-1][1]
+            self.batch_size = check_batch_size(batch_size, num_rows, num_actors)
+            self._setup(num_rows, hello.observation_space, hello.action_space, hello.metadata,
+                        hello.render_mode, mode, copy, episode_statistics, hello.agents)
         except BaseException:
             pool.close(terminate=True)
             raise
         self._use_pool(pool)
         self._batches = AsyncBatches(pool, self.batch_size, self._mode_code,
-                                     self.single_action_space, self._stats)
+                                     self.single_action_space, self._stats, self._games)
 
     @property
     def num_workers(self) -> int:

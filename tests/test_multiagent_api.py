@@ -316,3 +316,19 @@ def test_a_wrapper_that_redefines_rewards_is_read_through() -> None:
     _, r_plain, *_ = plain.step({"player_0": 2})
     _, r_doubled, *_ = doubled.step({"player_0": 2})
     assert r_doubled["player_1"] == 2 * r_plain["player_1"] == -1.0
+
+
+@pytest.mark.ray
+def test_games_on_ray_actors_count_games_in_calls_and_errors(ray_session: Any,
+                                                             closing: Any) -> None:
+    fns = game_fns(RelayGame, 3, num_agents=2) + [functools.partial(StrayAgentRelay,
+                                                                    num_agents=2)]
+    envs = fastvec.RayVecEnv(fns, num_actors=2)
+    closing(envs)
+    assert (envs.num_envs, envs.num_games, envs.agents) == (8, 4, ("runner_0", "runner_1"))
+    obs, infos = envs.reset(seed=[10, 11, 12, 13])
+    assert obs[::2, 0].tolist() == [10, 11, 12, 13] and infos["alive"].all()
+    assert envs.get_attr("tag") == (10, 11, 12, 13)
+    with pytest.raises(WorkerError, match="game 3 \\(actor 1\\).*reported agent 'stray'") as info:
+        envs.step(np.zeros(8, np.int64))
+    assert info.value.env_index == 3 and info.value.worker_index == 1
