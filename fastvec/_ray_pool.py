@@ -30,6 +30,7 @@ from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
 from fastvec._layout import layout_of
 from fastvec._obs_store import make_obs_store
+from fastvec import _ray_reaper
 from fastvec._pool import Entries, Pool
 from fastvec._procs import RemoteTraceback
 from fastvec._protocol import ErrorReport, Hello
@@ -41,7 +42,7 @@ from fastvec.errors import (
     WorkerTimeout,
 )
 
-__all__ = ["RayPool", "start_local_ray", "take_rows"]
+__all__ = ["RayPool", "start_local_ray", "stop_local_ray", "take_rows"]
 
 STARTUP_SECONDS = 300.0  # building envs may be slow, but not forever
 SLICE_SECONDS = 0.1  # how often a wait returns to check the deadline
@@ -78,7 +79,16 @@ def start_local_ray() -> bool:
         ray_constants.ENABLE_RAY_CLUSTER = saved_constant
         if saved_env is None:
             os.environ.pop(LOOPBACK_VAR, None)
+    _ray_reaper.watch()  # ends that Ray if this process dies without close()
     return True
+
+
+def stop_local_ray() -> None:
+    """Shut down the Ray :func:`start_local_ray` started, and its reaper."""
+    import ray
+
+    ray.shutdown()
+    _ray_reaper.stop()
 
 
 def take_rows(space: spaces.Space, batch: Any, rows: slice | np.ndarray) -> Any:
@@ -385,7 +395,7 @@ class RayPool(Pool):
             self._kill(b)
         self._refs = [None] * len(self._refs)
         if self.__dict__.pop("started_ray", False):
-            self._ray.shutdown()
+            stop_local_ray()
 
 
 def _rows_of(env_ids: np.ndarray, start: int, stop: int) -> slice | np.ndarray:

@@ -81,7 +81,7 @@ class RayVecEnv(BatchedVecEnv):
             raise ImportError("RayVecEnv needs Ray: pip install 'fastvec[ray]' "
                               f"(or pip install 'ray>=2.9'); {exc}") from exc
 
-        from fastvec._ray_pool import RayPool, start_local_ray
+        from fastvec._ray_pool import RayPool, start_local_ray, stop_local_ray
 
         num_envs = len(env_fns)
         if num_envs < 1:
@@ -107,7 +107,7 @@ class RayVecEnv(BatchedVecEnv):
                            actor_options, inner_options, timeout, on_worker_failure, started)
         except BaseException:
             if started:
-                ray.shutdown()
+                stop_local_ray()
             raise
         self.inner = inner
         self.timeout = timeout

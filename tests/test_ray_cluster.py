@@ -6,6 +6,8 @@ to only one, so these run in a fresh Python each:
 - without Ray running, ``RayVecEnv`` starts one bound to 127.0.0.1 (every socket of
   every Ray process, checked with ``ss``), and ``close()`` shuts it down again,
   leaving no process behind;
+- a trainer killed with SIGKILL after starting its own Ray leaves no Ray process
+  (Ray's agents would outlive it; fastvec's reaper ends them);
 - on ``ray.cluster_utils.Cluster`` (a head and two worker nodes, all on 127.0.0.1),
   the blocks spread over the nodes; removing a node with a block on it is a
   ``WorkerError``, or with ``on_worker_failure="restart"`` the block comes back on a
@@ -19,6 +21,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -70,6 +73,38 @@ def test_a_ray_it_starts_listens_on_loopback_only_and_is_gone_after_close():
         print("ok", len(ours))
     """)
     assert out.splitlines()[-1].startswith("ok"), out[-2000:]
+
+
+def test_sigkill_of_a_trainer_that_started_ray_leaves_no_ray_process():
+    from fastvec._ray_reaper import descendants
+
+    code = textwrap.dedent("""
+        import gymnasium as gym, numpy as np, fastvec
+        vec = fastvec.RayVecEnv([lambda: gym.make("CartPole-v1")] * 4, num_actors=2)
+        vec.reset(seed=0)
+        print("ready", flush=True)
+        while True:
+            vec.step(np.zeros(4, np.int64))
+    """)
+    child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(1.0)  # the reaper notes Ray's processes every half second
+        started = descendants(child.pid, skip=-1)
+        assert len(started) >= 3, started  # raylet, GCS, actors, agents, the reaper...
+    finally:
+        child.kill()
+        child.wait()
+    deadline = time.monotonic() + 20
+    while True:
+        left = {pid: t for pid, t in descendants(1, skip=-1).items()
+                if started.get(pid) == t}
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    names = [open(f"/proc/{pid}/cmdline", "rb").read()[:80] for pid in left]
+    assert not left, f"left after SIGKILL of the trainer: {names}"
 
 
 def test_blocks_spread_over_nodes_and_come_back_when_a_node_is_removed():
