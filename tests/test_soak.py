@@ -201,3 +201,38 @@ def test_soak_nothing_grows(case: Case, make_subproc, pytestconfig):
           f"({done / seconds:,.0f}/s), {len(series.steps)} samples\n{series.summary()}")
     problems = series.problems()
     assert not problems, f"soak {case.name} after {done:,} env-steps:\n" + "\n".join(problems)
+
+
+def _own_pid(env: Any) -> int:
+    return os.getpid()
+
+
+@pytest.mark.ray
+def test_soak_ray_actors_nothing_grows(ray_session, vec_envs, pytestconfig):
+    """RayVecEnv (2 actors): the trainer's and the actors' RSS, descriptors, threads."""
+    import fastvec
+
+    total = pytestconfig.getoption("--soak") or CI_TOTAL
+    steps = max(int(200_000 * total / CI_TOTAL), 1000)
+    interval = min(SAMPLE_EVERY, steps // MIN_SAMPLES)
+    envs = vec_envs.track(fastvec.RayVecEnv(make_fns(CountingEnv, 64, episode_len=50),
+                                            num_actors=2))
+    pids = {"trainer": os.getpid()}
+    actors = sorted(set(envs.call_each(_own_pid)))
+    pids.update({f"actor {a}": pid for a, pid in enumerate(actors)})
+    # Ray starts a thread or two in each process lazily, within the first ~100k steps
+    # (a one-time rise, not growth): a longer warm-up than the process pool's.
+    run_full(envs, steps // 2, steps, Series(), pids)
+    series = Series()
+    start = time.perf_counter()
+    done = run_full(envs, steps, interval, series, pids)
+    seconds = time.perf_counter() - start
+    series.sample(done, pids)
+    _SERIES["ray-actors"] = {"env_steps": done, "seconds": round(seconds, 2),
+                             "num_envs": envs.num_envs, "sampled_at": series.steps,
+                             "processes": series.procs}
+    write_json(pytestconfig)
+    print(f"\nsoak ray-actors: {done:,} env-steps in {seconds:.1f} s "
+          f"({done / seconds:,.0f}/s), {len(series.steps)} samples\n{series.summary()}")
+    problems = series.problems()
+    assert not problems, f"soak ray-actors after {done:,} env-steps:\n" + "\n".join(problems)
