@@ -10,7 +10,6 @@ the pool's control calls.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -30,6 +29,7 @@ from fastvec._kernels.stepping import Autoreset
 from fastvec._game_infos import add_game_infos, check_whole_games
 from fastvec._layout import Layout
 from fastvec._pool import Pool
+from fastvec._split_calls import SplitCalls
 from fastvec.errors import ClosedEnvError
 
 __all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
@@ -39,12 +39,7 @@ _WAIT_CALLS = ("step_wait", "reset_wait")
 _get_ident = threading.get_ident
 
 
-def check_wait_timeout(timeout: float | None) -> None:
-    if timeout is not None and not timeout >= 0:
-        raise ValueError(f"expected a timeout in seconds >= 0 or None, got {timeout}")
-
-
-class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: tuples
+class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: tuples
     """Base of fastvec's vector envs (not used directly).
 
     Implements Gymnasium's ``VectorEnv`` API for :class:`fastvec.SyncVecEnv` and
@@ -243,60 +238,6 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
             add_game_infos(infos, self._buffers, slice(None))
         return self._buffers.obs.observations(), infos
 
-    def reset_async(
-        self,
-        seed: int | list[int | None] | None = None,
-        options: dict[str, Any] | None = None,
-    ) -> None:
-        """Start a :meth:`reset`; finish it with :meth:`reset_wait` (as Gymnasium's
-        ``AsyncVectorEnv``).  The arguments are checked here; nothing is pending when
-        they are refused.
-
-        Raises:
-            ValueError: As for :meth:`reset`.
-            ClosedEnvError: The vector env is closed.
-            AlreadyPendingCallError: A ``step_async`` or a ``reset_async`` is pending.
-        """
-        self._enter("reset_async")
-        try:
-            self._reset_pending = self._post_reset(seed, options)
-            self._state = CallState.WAITING_RESET
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
-
-    def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
-        """Finish the reset started by :meth:`reset_async`: ``(obs, infos)`` as :meth:`reset`.
-
-        Args:
-            timeout: Seconds this wait may take (``SubprocVecEnv``; None: the
-                vector env's own ``timeout``).  Past it, ``WorkerTimeout`` (also a
-                ``multiprocessing.TimeoutError``, as Gymnasium raises), and the
-                vector env is unusable but closes promptly.
-
-        Raises:
-            NoAsyncCallError: No ``reset_async`` is pending.
-            ClosedEnvError: The vector env is closed.
-            WorkerTimeout: The wait took longer than ``timeout``.
-        """
-        self._enter("reset_wait")
-        try:
-            check_wait_timeout(timeout)
-            self._state = CallState.IDLE
-            blocks, mask = self.__dict__.pop("_reset_pending")
-            with self._wait_limit(timeout):
-                return self._finish_reset(blocks, mask)
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
-
-    def _wait_limit(self, timeout: float | None) -> contextlib.AbstractContextManager:
-        """Limit the next wait for workers to ``timeout`` seconds (where envs run
-        elsewhere; a ``SyncVecEnv`` has done the work before any wait)."""
-        return contextlib.nullcontext()
-
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Step every env with its action; auto-reset as ``autoreset_mode`` says.
 
@@ -345,35 +286,6 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
         finally:
             self._leave()
 
-    def step_async(self, actions: Any) -> None:
-        """Check ``actions`` and start a step; finish it with :meth:`step_wait`.
-
-        The whole batch is checked before anything reaches an env: its shape (a
-        scalar where a batch is expected is refused), integer dtype and range for
-        discrete spaces.  ``Box`` actions out of bounds pass through, and a dtype
-        that converts (float64 for a float32 ``Box``) is converted.  A refused
-        batch leaves nothing pending.
-
-        Args:
-            actions: A batch from ``action_space`` (see :meth:`step`).
-
-        Raises:
-            ValueError: The actions do not fit; the message names the env and
-                what was expected.
-            RuntimeError: ``DISABLED`` mode and an env whose episode ended has not
-                been reset.
-            ClosedEnvError: The vector env is closed.
-            AlreadyPendingCallError: A step is already pending (it is kept).
-        """
-        self._enter("step_async")
-        try:
-            self._post_step(actions)
-            self._state = CallState.WAITING_STEP
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
-
     def _post_step(self, actions: Any) -> None:
         checked = self._actions.check(actions)
         needs_reset = self._buffers.needs_reset
@@ -384,47 +296,6 @@ class BatchedVecEnv(EnvCalls, VectorEnv):  # type: ignore[misc]  # np_random*: t
                 "with reset(options={'reset_mask': mask}) before stepping")
         assert self._pool is not None  # set in __init__
         self._pool.post_step(self._all_blocks, checked, self._actions)
-
-    def step_wait(self, timeout: float | None = None
-                  ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Finish the step started by :meth:`step_async` and return its batch.
-
-        Args:
-            timeout: Seconds this wait may take (``SubprocVecEnv``; None: the
-                vector env's own ``timeout``).  Past it, ``WorkerTimeout`` (also a
-                ``multiprocessing.TimeoutError``, as Gymnasium raises), and the
-                vector env is unusable but closes promptly.
-
-        Returns:
-            ``(obs, rewards, terminations, truncations, infos)``, as :meth:`step`.
-
-        Raises:
-            NoAsyncCallError: No ``step_async`` is pending.
-            ClosedEnvError: The vector env is closed.
-            WorkerTimeout: The wait took longer than ``timeout``.
-
-        Example:
-            >>> import gymnasium as gym
-            >>> import numpy as np
-            >>> from fastvec import SyncVecEnv
-            >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
-            >>> _ = envs.reset(seed=0)
-            >>> envs.step_async(np.array([0, 1]))
-            >>> obs, rewards, terminations, truncations, infos = envs.step_wait()
-            >>> envs.close()
-        """
-        self._enter("step_wait")
-        try:
-            check_wait_timeout(timeout)
-            self._state = CallState.IDLE
-            if timeout is None:
-                return self._finish_step()
-            with self._wait_limit(timeout):
-                return self._finish_step()
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
 
     def _finish_step(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         assert self._pool is not None  # set in __init__
