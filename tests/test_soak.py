@@ -97,6 +97,7 @@ class Series:
 
     steps: list[int] = field(default_factory=list)
     procs: dict[str, list[dict[str, float]]] = field(default_factory=dict)
+    thread_slack: int = 0  # threads a process may start late, once (Ray's lazy pools)
 
     def sample(self, step: int, pids: dict[str, int]) -> None:
         self.steps.append(step)
@@ -108,9 +109,9 @@ class Series:
         found = []
         for role, samples in self.procs.items():
             base, after = samples[WARMUP_SAMPLES - 1], samples[WARMUP_SAMPLES:]
-            for key in ("fds", "threads"):
+            for key, slack in (("fds", 0), ("threads", self.thread_slack)):
                 values = [s[key] for s in after]
-                if any(v != base[key] for v in values):
+                if any(not base[key] <= v <= base[key] + slack for v in values):
                     found.append(f"{role}: {key} went from {base[key]} to {values}")
             peak = max(s["rss_mb"] for s in after)
             if peak - base["rss_mb"] > RSS_TOLERANCE_MB:
@@ -220,10 +221,11 @@ def test_soak_ray_actors_nothing_grows(ray_session, vec_envs, pytestconfig):
     pids = {"trainer": os.getpid()}
     actors = sorted(set(envs.call_each(_own_pid)))
     pids.update({f"actor {a}": pid for a, pid in enumerate(actors)})
-    # Ray starts a thread or two in each process lazily, within the first ~100k steps
-    # (a one-time rise, not growth): a longer warm-up than the process pool's.
+    # Ray starts a thread or two in each process lazily, at times of its own (a one-time
+    # rise, not growth): a longer warm-up than the process pool's, and up to 2 threads
+    # more than at its end; a leak would keep rising past that.
     run_full(envs, steps // 2, steps, Series(), pids)
-    series = Series()
+    series = Series(thread_slack=2)
     start = time.perf_counter()
     done = run_full(envs, steps, interval, series, pids)
     seconds = time.perf_counter() - start
