@@ -32,7 +32,7 @@ def child(case: str, mode: str) -> None:
     import numpy as np
 
     import fastvec
-    from fastvec.bench.envs import WORKLOADS
+    from fastvec.bench.workloads import WORKLOADS
 
     workload, n, workers, steps = CASES[case]
     make = WORKLOADS[workload].make_env

@@ -20,7 +20,6 @@ from gymnasium.utils.env_checker import check_env, data_equivalence
 from fastvec.bench import cli, envs, report, systems
 from fastvec.bench.envs import (
     EPISODE_LENGTH,
-    WORKLOADS,
     AtariLikeEnv,
     DictObsEnv,
     HeavyEnv,
@@ -28,6 +27,7 @@ from fastvec.bench.envs import (
     LongTailEnv,
     StepCost,
 )
+from fastvec.bench.workloads import WORKLOADS
 
 ROOT = Path(__file__).resolve().parents[1]
 SYNTHETIC = [AtariLikeEnv, DictObsEnv, InfoEnv, HeavyEnv, LongTailEnv]

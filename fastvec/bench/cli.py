@@ -45,7 +45,7 @@ from typing import Any
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from fastvec.bench.envs import SPIN_RATE_VAR, WORKLOADS, spin_rate
+from fastvec.bench.envs import SPIN_RATE_VAR, spin_rate
 from fastvec.bench.games import game_action_space, is_game
 from fastvec.bench.report import (
     Cell,
@@ -58,6 +58,7 @@ from fastvec.bench.report import (
     write_plot,
 )
 from fastvec.bench.systems import SYSTEMS, Driver
+from fastvec.bench.workloads import WORKLOADS
 
 __all__ = ["main", "measure", "parse_args", "run", "unavailable_reason",
            "workload_unavailable_reason"]

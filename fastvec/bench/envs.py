@@ -27,7 +27,6 @@ import functools
 import math
 import os
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +36,6 @@ from gymnasium import spaces
 
 __all__ = [
     "ATARI_EXTRA",
-    "WORKLOADS",
     "AtariLikeEnv",
     "BlockEnv",
     "BusyEnv",
@@ -46,7 +44,6 @@ __all__ = [
     "InfoEnv",
     "LongTailEnv",
     "StepCost",
-    "Workload",
     "burn",
     "make_pong",
     "spin_rate",
@@ -319,124 +316,3 @@ def make_pong() -> gym.Env[Any, Any]:
         grayscale_obs=True,
     )
     return FrameStackObservation(env, 4)
-
-
-WORKLOAD_TIERS = ("quick", "full", "named")
-
-
-@dataclass(frozen=True)
-class Workload:
-    """A benchmark workload: how to make one env, and how many to batch.
-
-    ``tier``: ``quick`` runs by default, ``full`` with ``--full``, ``named`` only when
-    named in ``--workloads``.  ``requires``: modules it imports (absent: the workload
-    is reported unavailable, ``install`` says how to get them).
-    """
-
-    name: str
-    make_env: Callable[[], gym.Env[Any, Any]]
-    about: str
-    num_envs: int = 16
-    tier: str = "quick"
-    requires: tuple[str, ...] = ()
-    install: str = ""
-    game: bool = False  # make_env returns a PettingZoo game: a row per agent
-
-    @property
-    def quick(self) -> bool:
-        """In the default (quick) run."""
-        return self.tier == "quick"
-
-
-def make_duel() -> Any:
-    """The cheap two-player game of :mod:`fastvec.bench.games` (needs PettingZoo)."""
-    from fastvec.bench.games import DuelGame
-
-    return DuelGame()
-
-
-def make_heavy_duel() -> Any:
-    """The CPU-bound two-player game of :mod:`fastvec.bench.games` (needs PettingZoo)."""
-    from fastvec.bench.games import HeavyDuelGame
-
-    return HeavyDuelGame()
-
-
-MULTIAGENT_EXTRA = "pip install 'fastvec[multiagent]' (pettingzoo)"
-
-# Env makers are module-level classes, functions or partials, so subprocess backends
-# can pickle them.
-WORKLOADS: dict[str, Workload] = {
-    w.name: w
-    for w in (
-        Workload(
-            "cartpole",
-            functools.partial(gym.make, "CartPole-v1"),
-            "gymnasium.make('CartPole-v1'): tiny float obs, real physics, default wrappers",
-        ),
-        Workload("atari", AtariLikeEnv, "uint8 (84, 84, 4) frames, Discrete(6), no real game"),
-        Workload(
-            "dict",
-            DictObsEnv,
-            "Dict obs: image uint8 (64, 64, 3), vec float32 (32,), MultiBinary(8), Discrete(10)",
-        ),
-        Workload(
-            "info", InfoEnv, "float32 (4,) obs, infos int, float, bool, float32 (3,) per step"
-        ),
-        Workload(
-            "heavy",
-            HeavyEnv,
-            "float32 (4,) obs, Discrete(2); each step burns ~300 us of CPU (lognormal, sigma 0.1)",
-            num_envs=8,
-            tier="full",
-        ),
-        Workload(
-            "jitter",
-            LongTailEnv,
-            "float32 (4,) obs, Discrete(2); step CPU cost lognormal, mean 300 us, sigma 1.0",
-            num_envs=8,
-            tier="full",
-        ),
-        Workload(
-            "block10ms",
-            BlockEnv,
-            "float32 (4,) obs, Discrete(2); each step burns ~2.5 ms of CPU (lognormal, "
-            "sigma 0.1): ~10 ms per block of 4 envs, where a remote call per block pays",
-            num_envs=8,
-            tier="named",
-        ),
-        Workload(
-            "pong",
-            make_pong,
-            "ALE/Pong-v5 (frameskip 1) + AtariPreprocessing (frame skip 4, 84x84 gray, "
-            "noop reset 30) + FrameStackObservation(4): uint8 (4, 84, 84), Discrete(6); "
-            f"needs the atari extra: {ATARI_EXTRA}",
-            num_envs=8,
-            tier="named",
-            requires=("ale_py", "cv2"),
-            install=ATARI_EXTRA,
-        ),
-        Workload(
-            "duel",
-            make_duel,
-            "a two-player parallel PettingZoo game, 16 games = 32 rows: float32 (8,) obs, "
-            "Discrete(3), seeded episodes; rates count agent-steps",
-            num_envs=16,
-            tier="full",
-            requires=("pettingzoo",),
-            install=MULTIAGENT_EXTRA,
-            game=True,
-        ),
-        Workload(
-            "duel-heavy",
-            make_heavy_duel,
-            "the duel game, 8 games = 16 rows, each game step burns ~300 us of CPU "
-            "(lognormal, sigma 0.1)",
-            num_envs=8,
-            tier="full",
-            requires=("pettingzoo",),
-            install=MULTIAGENT_EXTRA,
-            game=True,
-        ),
-    )
-}

@@ -16,7 +16,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from fastvec.bench.envs import WORKLOADS
+from fastvec.bench.workloads import WORKLOADS
 
 __all__ = [
     "BASELINES",

@@ -33,7 +33,7 @@ from fastvec.bench.drivers import (
     SB3Driver,
     VectorDriver,
 )
-from fastvec.bench.envs import WORKLOADS
+from fastvec.bench.workloads import WORKLOADS
 
 __all__ = [
     "SYSTEMS",
