@@ -4,8 +4,10 @@
 - :mod:`fastvec.bench.systems`: the vector envs it can measure, each behind a driver.
 - :mod:`fastvec.bench.drivers`: the drivers, one per vector env API, and the policy
   they burn between receiving a batch and sending its actions (``--policy-us``).
-- :mod:`fastvec.bench.envs`: the workloads, their synthetic envs and the real-game
-  ``pong`` (importable by worker processes by module path).
+- :mod:`fastvec.bench.workloads`: the workloads: which env, how many, which tier.
+- :mod:`fastvec.bench.envs`: their synthetic and CPU-bound envs and the real-game
+  ``pong`` (importable by worker processes by module path);
+  :mod:`fastvec.bench.games`: the two-player games.
 - :mod:`fastvec.bench.report`: results: the table, JSON and plot.
 """
 
