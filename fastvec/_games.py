@@ -30,8 +30,8 @@ from gymnasium import spaces
 from fastvec._protocol import Hello
 from fastvec.errors import SpacesMismatchError
 
-__all__ = ["ParallelGame", "TurnBasedGame", "adapt", "describe", "is_game", "unit_spaces",
-           "zero_observation"]
+__all__ = ["ParallelGame", "TurnBasedGame", "adapt", "check_blocks", "describe", "is_game",
+           "unit_spaces", "zero_observation"]
 
 SINGLE_AGENT = ("agent_0",)
 
@@ -83,6 +83,30 @@ def describe(envs: list) -> Hello:
     return Hello(obs_space, act_space, dict(getattr(first, "metadata", {}) or {}),
                  getattr(first, "render_mode", None), [unit_spaces(env) for env in envs],
                  agents if is_game(first) else None)
+
+
+def check_blocks(hellos: list[Hello], first: int = 0, same_obs: bool = True,
+                 hint: str = "") -> None:
+    """Raise unless the blocks' envs agree: action spaces, agents, games or envs, and
+    observation spaces too with ``same_obs`` (``hint`` ends that message).
+
+    ``hellos``: each block's :class:`Hello`, in order; their envs are numbered from
+    ``first``.
+    """
+    if any((hello.agents is None) != (hellos[0].agents is None) for hello in hellos):
+        raise SpacesMismatchError("expected every env function to return a game, or none "
+                                  "of them (some returned PettingZoo games, some envs)")
+    expected = hellos[0].env_spaces[0]
+    triples = [triple for hello in hellos for triple in hello.env_spaces]
+    for index, (obs_space, act_space, agents) in enumerate(triples, start=first):
+        obs_differs = same_obs and obs_space != expected[0]
+        if obs_differs or act_space != expected[1]:
+            raise SpacesMismatchError(
+                f"env {index} has spaces ({obs_space}, {act_space}); expected "
+                f"({expected[0]}, {expected[1]}) as env {first}{hint if obs_differs else ''}")
+        if agents != expected[2]:
+            raise SpacesMismatchError(f"env {index} has agents {agents}; expected "
+                                      f"{expected[2]} as env {first}")
 
 
 def zero_observation(space: spaces.Space) -> Any:

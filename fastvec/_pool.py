@@ -38,6 +38,7 @@ import numpy as np
 from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers, rows_of
 from fastvec._kernels.infos import batch_infos
+from fastvec._protocol import Hello
 from fastvec.errors import FastVecError, ObservationError, WorkerError
 
 __all__ = ["FAILURE_POLICIES", "LocalBlock", "LocalPool", "Pool", "split_blocks"]
@@ -131,6 +132,13 @@ class Pool:
                                f"and make a new one{hint}")
 
     owner = "vector env"  # how messages name the vector env
+    seats = 1  # rows per env function: one, or one per seat of a game
+
+    def count_rows(self, hello: Hello) -> None:
+        """The blocks hold what ``hello`` describes: from now on ``bounds`` count rows."""
+        self.seats = len(hello.env_spaces[0][2])
+        self.unit_name = "env" if hello.agents is None else "game"
+        self.bounds = [(a * self.seats, b * self.seats) for a, b in self.unit_bounds]
 
     def settle(self, replies: dict[int, Any], restart_truncates: bool
                ) -> tuple[list[int], Entries]:

@@ -18,6 +18,7 @@ import numpy as np
 
 from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
+from fastvec._games import check_blocks
 from fastvec._kernels.barrier import Barrier, barrier_nbytes
 from fastvec._layout import batch_views, copy_into, layout_of
 from fastvec._obs_store import make_obs_store
@@ -40,7 +41,7 @@ from fastvec._protocol import (
 )
 from fastvec._shared_infos import INFO_BYTES, InfoReader
 from fastvec._shm import SharedBlock, plan_block
-from fastvec.errors import ObservationError, SpacesMismatchError, WorkerError, WorkerTimeout
+from fastvec.errors import ObservationError, WorkerError, WorkerTimeout
 
 __all__ = ["ProcessPool"]
 
@@ -88,29 +89,14 @@ class ProcessPool(Pool):
         deadline = time.monotonic() + STARTUP_SECONDS
         self.hellos = hellos = [self._hello(w, deadline) for w in range(self.num_blocks)]
         self.hello = hellos[0]
-        expected = (self.hello.observation_space, self.hello.action_space)
         spaces = [triple for hello in hellos for triple in hello.env_spaces]
         first = self.bounds[0][0]
-        same = self.observation_mode == "same"
-        for index, (env_obs, env_act, agents) in enumerate(spaces, start=first):
-            if (same and env_obs != expected[0]) or env_act != expected[1]:
-                hint = same_space_hint if same and env_obs != expected[0] else ""
-                raise SpacesMismatchError(
-                    f"env {index} has spaces ({env_obs}, {env_act}); expected "
-                    f"({expected[0]}, {expected[1]}) as env {first}{hint}")
-            if agents != spaces[0][2]:
-                raise SpacesMismatchError(f"env {index} has agents {agents}; expected "
-                                          f"{spaces[0][2]} as env {first}")
-        if any((hello.agents is None) != (self.hello.agents is None) for hello in hellos):
-            raise SpacesMismatchError("expected every env function to return a game, or none "
-                                      "of them (some returned PettingZoo games, some envs)")
+        check_blocks(hellos, first, self.observation_mode == "same", same_space_hint)
         if first == 0:  # else env 0 is in a local block: TrainerBlockPool decides
             self.observation_spaces = observation_spaces(
                 self.observation_mode, [triple[0] for triple in spaces],
                 games=self.hello.agents is not None)
-        self.seats = len(spaces[0][2])
-        self.unit_name = "env" if self.hello.agents is None else "game"
-        self.bounds = [(a * self.seats, b * self.seats) for a, b in self.unit_bounds]
+        self.count_rows(self.hello)
 
     @property
     def pids(self) -> list[int | None]:

@@ -28,6 +28,7 @@ from gymnasium import spaces
 
 from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
+from fastvec._games import check_blocks
 from fastvec._layout import layout_of
 from fastvec._obs_store import make_obs_store
 from fastvec import _ray_reaper
@@ -178,22 +179,8 @@ class RayPool(Pool):
         return [replies[b] for b in blocks]
 
     def _check_spaces(self, hellos: list[Hello]) -> None:
-        if any((hello.agents is None) != (hellos[0].agents is None) for hello in hellos):
-            raise SpacesMismatchError("expected every env function to return a game, or none "
-                                      "of them (some returned PettingZoo games, some envs)")
-        expected = hellos[0].env_spaces[0]
-        for hello, (start, _) in zip(hellos, self.bounds, strict=True):
-            for index, triple in enumerate(hello.env_spaces, start=start):
-                if triple[:2] != expected[:2]:
-                    raise SpacesMismatchError(
-                        f"env {index} has spaces ({triple[0]}, {triple[1]}); expected "
-                        f"({expected[0]}, {expected[1]}) as env 0")
-                if triple[2] != expected[2]:
-                    raise SpacesMismatchError(f"env {index} has agents {triple[2]}; expected "
-                                              f"{expected[2]} as env 0")
-        self.seats = len(expected[2])
-        self.unit_name = "env" if hellos[0].agents is None else "game"
-        self.bounds = [(a * self.seats, b * self.seats) for a, b in self.unit_bounds]
+        check_blocks(hellos)
+        self.count_rows(hellos[0])
 
     def _setup_buffers(self, copy: bool) -> None:
         n = self.bounds[-1][1]
