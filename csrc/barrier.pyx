@@ -134,6 +134,18 @@ cdef class Barrier:
         first = self.word(done[0], TICKET)[0]
         return sorted(done, key=lambda w: <int>(<uint32_t>(self.word(w, TICKET)[0] - first)))
 
+    def ticket(self, int worker):
+        """``worker``'s place in the order of completion (of its last finished command)."""
+        return fv_load(self.word(worker, TICKET))
+
+    def take_ticket(self):
+        """A place in the order of completion, as if a command finished now.
+
+        For a block the parent runs itself: it takes its turn among the workers'
+        finished blocks from when it was posted (see ``ticket``).
+        """
+        return fv_fetch_add(self.done_bell + TICKET_COUNTER, 1)
+
     def status(self, int worker):
         """The status ``worker`` finished its last command with."""
         return fv_load(self.word(worker, STATUS))

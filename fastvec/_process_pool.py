@@ -8,6 +8,7 @@ the workers' replies (``fastvec._protocol``), restarting a worker, and shutdown.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait as wait_for
@@ -241,9 +242,13 @@ class ProcessPool(Pool):
         """Those of ``workers`` whose command has finished, earliest first (no waiting)."""
         return self._barrier.done_in_order(list(workers))
 
-    def posted_at(self, w: int) -> float:
-        """When worker ``w``'s current command was posted (monotonic seconds)."""
-        return float(self._posted_at[w])
+    def ticket(self, w: int) -> int:
+        """Worker ``w``'s place in the order of completion (its last finished command)."""
+        return self._barrier.ticket(w)
+
+    def take_ticket(self) -> int:
+        """A place in the order of completion, as if a block finished now."""
+        return self._barrier.take_ticket()
 
     def _post(self, workers: Sequence[int], command: Command) -> None:
         """Post ``command`` to ``workers``, noting when (for the timeout)."""
@@ -268,6 +273,12 @@ class ProcessPool(Pool):
             raise
 
     def _gather(self, waiting: list[int], what: str, want: int) -> dict[int, Any]:
+        if want < len(waiting):
+            # Async batches: a block is mostly done already, so this process never waits
+            # and never gives its core up; a worker the scheduler queued on this core
+            # would run only when this process's time slice ends, and its block would
+            # come back a few times in a thousand batches.  Let it run first.
+            os.sched_yield()
         now = time.monotonic()
         deadline = now + (self.timeout if self.timeout else float("inf"))
         if self.wait_timeout is not None:

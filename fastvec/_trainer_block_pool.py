@@ -14,7 +14,7 @@ code in a local env takes the trainer with it: that is what isolation costs.
 
 from __future__ import annotations
 
-import time
+import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -45,7 +45,7 @@ class TrainerBlockPool(Pool):
         self.on_failure = workers.on_failure
         self.hello = workers.hello
         self._broken: str | None = None
-        self._local_posted = 0.0  # when block 0's command was posted (monotonic seconds)
+        self._local_ticket: int | None = None  # block 0's place in the order of completion
         self.envs = self._build()
         mine = describe(self.envs)
         expected = workers.hello.env_spaces[0]
@@ -105,7 +105,7 @@ class TrainerBlockPool(Pool):
         if remote:  # the workers first, so they step while this process steps block 0
             self.workers.post_step(remote, actions, checker, env_ids)
         if blocks and blocks[0] == 0:
-            self._local_posted = time.monotonic()
+            self._local_ticket = None
             per_env = checker.split(actions)
             stop = self.bounds[0][1]
             if env_ids is None:
@@ -120,7 +120,7 @@ class TrainerBlockPool(Pool):
         if remote:
             self.workers.post_reset(remote, seeds, options, mask)
         if blocks and blocks[0] == 0:
-            self._local_posted = time.monotonic()
+            self._local_ticket = None
             stop = self.bounds[0][1]
             self.local.post_reset(seeds[:stop], options, None if mask is None else mask[:stop])
 
@@ -131,13 +131,17 @@ class TrainerBlockPool(Pool):
         local = bool(blocks) and blocks[0] == 0
         replies: dict[int, Any] = {}
         if local and want < len(blocks):
-            # Async batches: block 0 is ready whenever this process runs it, so it takes
-            # its turn by age among the workers already done (oldest command first);
-            # otherwise it would always be first and starve the workers, or never be.
+            os.sched_yield()  # let a worker queued on this core finish (see ProcessPool)
+            # Async batches: block 0 is ready whenever this process can run it, that is
+            # from the first wait for a batch after it was posted; it takes its turn in
+            # the order of completion from then, after the workers done before, so that
+            # it neither always comes first (starving the workers) nor last.
+            if self._local_ticket is None:
+                self._local_ticket = self.workers.take_ticket()
             done = self.workers.ready(remote)
-            ages = sorted([(self._local_posted, -1, 0)] + [
-                (self.workers.posted_at(w), k, w + 1) for k, w in enumerate(done)])
-            chosen = [b for _, _, b in ages[:want]]
+            order = sorted([(0, 0)] + [(_since(self.workers.ticket(w), self._local_ticket), w + 1)
+                                       for w in done])
+            chosen = [b for _, b in order[:want]]
             local = 0 in chosen
             if not local:
                 remote = [b - 1 for b in chosen]
@@ -220,6 +224,11 @@ class TrainerBlockPool(Pool):
             for env in getattr(self, "envs", []):
                 env.close()
         self.envs = []
+
+
+def _since(ticket: int, base: int) -> int:
+    """How many completions after ``base`` ``ticket`` came (negative: before); tickets wrap."""
+    return (ticket - base + 2**31) % 2**32 - 2**31
 
 
 def _local_error(exc: Exception, env_index: int, what: str, unit: str = "env") -> WorkerError:
