@@ -152,6 +152,7 @@ cdef class GameBlock:
         cdef list entries = []
         cdef object obs, rewards, terminations, truncations, infos
         cdef dict acting
+        cdef list step_entries
         cdef bint over
         if len(actions) != n:
             raise ValueError(f"expected {n} actions, got {len(actions)}")
@@ -170,6 +171,10 @@ cdef class GameBlock:
                     self._check_agents(g, {agent: None}, 0)
                 acting[agent] = actions[base + <Py_ssize_t>seat]
             obs, rewards, terminations, truncations, infos = game.step(acting)
+            over = not game.agents
+            # SAME_STEP resets an ended game now: its rows carry the reset's infos, and
+            # this step's only in final_info (as Gymnasium's SAME_STEP for one env)
+            step_entries = None if over and self.mode == SAME_STEP else entries
             found = 0
             for s in range(self.seats):
                 i = base + s
@@ -189,12 +194,11 @@ cdef class GameBlock:
                            &self.terminations[0], &self.truncations[0], i)
                 self.alive[i] = True
                 info = infos.get(agent)
-                if info:
-                    entries.append((self.first_index + i, info))
+                if info and step_entries is not None:
+                    step_entries.append((self.first_index + i, info))
             self._check_agents(g, obs, found)
             self._mark_active(base, game)
-            over = not game.agents
-            if over and self.mode == SAME_STEP:
+            if step_entries is None:
                 for s in range(self.seats):
                     agent = self.agents[s]
                     entries.append((self.first_index + base + s, {

@@ -47,7 +47,8 @@ class RelayGame(ParallelEnv):
     termination and, in odd-tagged games, seat 2 by truncation (unless
     ``early_exits`` is False); with ``late_seat``
     that seat joins only at step 2.  At ``horizon`` every agent left is truncated
-    (the game is over).  Infos: ``{"t": t}`` for every agent on even steps.
+    (the game is over).  Infos: ``{"t": t}`` for every agent on even steps, and
+    ``{"left": t}`` for an agent on the step it leaves.
     """
 
     metadata = {"render_modes": [], "name": "relay_v0", "is_parallelizable": True}
@@ -90,6 +91,8 @@ class RelayGame(ParallelEnv):
             terms[agent] = seat == 1 and leave == self.t
             truncs[agent] = self.t >= self.horizon or (seat == 2 and leave == self.t)
             infos[agent] = {"t": self.t} if self.t % 2 == 0 else {}
+            if terms[agent] or truncs[agent]:  # a key only the step an agent leaves has
+                infos[agent]["left"] = self.t
         self.agents = [a for a in self.agents if not (terms[a] or truncs[a])]
         if self.late_seat is not None and self.t == 2 and self.t < self.horizon:
             late = self.possible_agents[self.late_seat]

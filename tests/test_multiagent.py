@@ -171,9 +171,12 @@ def reference_run(game_fn: Any, num_games: int, seed: int, actions: list[np.ndar
                     i = g * seats + s
                     rows["rew"][i] = rewards.get(agent, 0.0)
                     rows["term"][i], rows["trunc"][i] = terms[agent], truncs[agent]
-            write(rows, g, obs, infos, batch)
+            same_step_reset = not game.agents and mode is AutoresetMode.SAME_STEP
+            # SAME_STEP: the rows of a game reset now carry the reset's infos; this
+            # step's are only in final_info (as Gymnasium's SAME_STEP for one env)
+            write(rows, g, obs, {} if same_step_reset else infos, batch)
             if not game.agents:  # the game is over
-                if mode is AutoresetMode.SAME_STEP:
+                if same_step_reset:
                     for s, agent in enumerate(agents):
                         batch.add(g * seats + s, {
                             "final_obs": obs.get(agent, _zero_like(template["obs"])),
@@ -232,6 +235,22 @@ def test_equals_the_reference_loop(vec_envs: Any, setup: tuple, game: str,
     steps = 3 if mode is AutoresetMode.DISABLED else 14  # DISABLED: before any game ends
     actions = _actions(env, steps, seed=7)
     expected = reference_run(GAMES[game], num_games, 100, actions, mode)
+    actual = _run(env, 100, actions)
+    for t, (got, want) in enumerate(zip(actual, expected, strict=True)):
+        assert_tree_equal(list(got), list(want), path=f"step {t}")
+
+
+@pytest.mark.parametrize("backend", [backends.param(b) for b in
+                                     (backends.SYNC, backends.SUBPROC, backends.LOCAL)])
+def test_tictactoe_equals_the_reference_loop_in_same_step(vec_envs: Any, backend: str) -> None:
+    """PettingZoo's own turn-based game, illegal moves (which end a game) included."""
+    tictactoe = pytest.importorskip("pettingzoo.classic.tictactoe_v3")  # needs pygame
+    kwargs = {"num_workers": 2} if backend != backends.SYNC else {}
+    env = vec_envs.make_backend(backend, [tictactoe.env] * 4,
+                                autoreset_mode=AutoresetMode.SAME_STEP, **kwargs)
+    rng = np.random.default_rng(3)
+    actions = [rng.integers(0, 9, env.num_envs) for _ in range(30)]
+    expected = reference_run(tictactoe.env, 4, 100, actions, AutoresetMode.SAME_STEP)
     actual = _run(env, 100, actions)
     for t, (got, want) in enumerate(zip(actual, expected, strict=True)):
         assert_tree_equal(list(got), list(want), path=f"step {t}")
