@@ -19,6 +19,8 @@ cimport numpy as cnp
 from fastvec._kernels.flatten cimport FieldTable
 from fastvec._kernels.stacking cimport store_step
 
+from fastvec.errors import WorkerError
+
 cnp.import_array()
 
 cdef enum:  # the codes of stepping.Autoreset
@@ -101,8 +103,8 @@ cdef class GameBlock:
             return 0
         unknown = [agent for agent in obs if agent not in self.seat_of]
         game = (self.first_index // self.seats) + g
-        raise ValueError(f"game {game} reported agent {unknown[0]!r}, which is not one of "
-                         f"its possible_agents {list(self.agents)}")
+        raise WorkerError(f"game {game} reported agent {unknown[0]!r}, which is not one of "
+                          f"its possible_agents {list(self.agents)}", env_index=game)
 
     cdef int _mark_active(self, Py_ssize_t base, object game) except -1:
         cdef Py_ssize_t s

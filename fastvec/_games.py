@@ -54,15 +54,15 @@ def unit_spaces(env: Any) -> tuple[spaces.Space, spaces.Space, tuple[str, ...]]:
     observation space and one action space.
 
     Raises:
-        ValueError: the game's agents have different spaces (the message names them),
-            or it has no agents.
+        SpacesMismatchError: the game's agents have different spaces (the message names
+            them), or it has no agents.
     """
     if not is_game(env):
         return env.observation_space, env.action_space, SINGLE_AGENT
     agents = tuple(env.possible_agents)
     if not agents:
-        raise ValueError(f"expected a game with at least one agent in possible_agents, "
-                         f"got {type(env).__name__} with none")
+        raise SpacesMismatchError(f"expected a game with at least one agent in "
+                                  f"possible_agents, got {type(env).__name__} with none")
     obs_space, act_space = env.observation_space(agents[0]), env.action_space(agents[0])
     for agent in agents[1:]:
         for kind, first, other in (("observation", obs_space, env.observation_space(agent)),
@@ -75,14 +75,28 @@ def unit_spaces(env: Any) -> tuple[spaces.Space, spaces.Space, tuple[str, ...]]:
     return obs_space, act_space, agents
 
 
-def describe(envs: list) -> Hello:
+def describe(envs: list, first: int = 0) -> Hello:
     """What a block of envs (or games) is: the first one's spaces, metadata, render mode,
-    every one's spaces and agents (for checking), and the agent of each seat of a game."""
-    first = envs[0]
-    obs_space, act_space, agents = unit_spaces(first)
-    return Hello(obs_space, act_space, dict(getattr(first, "metadata", {}) or {}),
-                 getattr(first, "render_mode", None), [unit_spaces(env) for env in envs],
-                 agents if is_game(first) else None)
+    every one's spaces and agents (for checking), and the agent of each seat of a game.
+
+    Raises:
+        SpacesMismatchError: a game's agents have different spaces, or it has none; the
+            message names the game by its index in the vector env (``first`` is the
+            block's first).
+    """
+    env_spaces = []
+    games = is_game(envs[0])
+    for k, env in enumerate(envs):
+        if is_game(env) != games:
+            raise SpacesMismatchError(mixed_message(first + k, is_game(env), first))
+        try:
+            env_spaces.append(unit_spaces(env))
+        except SpacesMismatchError as exc:
+            raise SpacesMismatchError(f"game {first + k}: {exc}") from None
+    obs_space, act_space, agents = env_spaces[0]
+    return Hello(obs_space, act_space, dict(getattr(envs[0], "metadata", {}) or {}),
+                 getattr(envs[0], "render_mode", None), env_spaces,
+                 agents if is_game(envs[0]) else None)
 
 
 def check_blocks(hellos: list[Hello], first: int = 0, same_obs: bool = True,
@@ -93,9 +107,11 @@ def check_blocks(hellos: list[Hello], first: int = 0, same_obs: bool = True,
     ``hellos``: each block's :class:`Hello`, in order; their envs are numbered from
     ``first``.
     """
-    if any((hello.agents is None) != (hellos[0].agents is None) for hello in hellos):
-        raise SpacesMismatchError("expected every env function to return a game, or none "
-                                  "of them (some returned PettingZoo games, some envs)")
+    start = first
+    for hello in hellos:
+        if (hello.agents is None) != (hellos[0].agents is None):
+            raise SpacesMismatchError(mixed_message(start, hello.agents is not None, first))
+        start += len(hello.env_spaces)
     expected = hellos[0].env_spaces[0]
     triples = [triple for hello in hellos for triple in hello.env_spaces]
     for index, (obs_space, act_space, agents) in enumerate(triples, start=first):
@@ -107,6 +123,14 @@ def check_blocks(hellos: list[Hello], first: int = 0, same_obs: bool = True,
         if agents != expected[2]:
             raise SpacesMismatchError(f"env {index} has agents {agents}; expected "
                                       f"{expected[2]} as env {first}")
+
+
+def mixed_message(index: int, game: bool, first: int) -> str:
+    """The error for env function ``index`` returning a game where ``first`` did not, or
+    the other way round."""
+    kinds = ("a PettingZoo game", "a Gymnasium env")
+    return (f"expected every env function to return a game, or none of them: env {index} "
+            f"returned {kinds[not game]}, env {first} {kinds[game]}")
 
 
 def zero_observation(space: spaces.Space) -> Any:

@@ -25,7 +25,7 @@ from fastvec._layout import batch_views, copy_into, layout_of
 from fastvec._obs_store import make_obs_store
 from fastvec._observation_mode import ObservationMode, observation_spaces, same_space_hint
 from fastvec._pool import Entries, Pool
-from fastvec._procs import SLICE_SECONDS, RemoteTraceback, WorkerProcess, send_all
+from fastvec._procs import SLICE_SECONDS, WorkerProcess, send_all
 from fastvec._protocol import (
     Attach,
     BlockReply,
@@ -34,15 +34,17 @@ from fastvec._protocol import (
     ErrorReport,
     Hello,
     Region,
+    RemoteTraceback,
     ResendInfos,
     ResetRequest,
     Status,
     StepActions,
+    rebuild_mistake,
     spin_budget_us,
 )
 from fastvec._shared_infos import INFO_BYTES, InfoReader
 from fastvec._shm import SharedBlock, plan_block
-from fastvec.errors import ObservationError, WorkerError, WorkerTimeout
+from fastvec.errors import WorkerError, WorkerTimeout
 
 __all__ = ["ProcessPool"]
 
@@ -80,7 +82,7 @@ class ProcessPool(Pool):
         self._env_fns_bytes = [cloudpickle.dumps(list(env_fns[a:b])) for a, b in bounds]
         try:
             for w, fns in enumerate(self._env_fns_bytes):
-                self._workers.append(WorkerProcess(ctx, w, fns))
+                self._workers.append(WorkerProcess(ctx, w, bounds[w][0], fns))
             self._check_spaces()
         except BaseException:
             self.close()
@@ -152,8 +154,8 @@ class ProcessPool(Pool):
 
     def _hello(self, w: int, deadline: float) -> Hello:
         message = self._workers[w].recv(deadline, "start-up")
-        if isinstance(message, ErrorReport):
-            raise self._error(w, message, "building its envs")
+        if isinstance(message, ErrorReport):  # the user's mistake is raised as it is
+            raise rebuild_mistake(message) or self._error(w, message, "building its envs")
         return message
 
     def _attach(self, w: int, deadline: float) -> None:
@@ -372,11 +374,11 @@ class ProcessPool(Pool):
             env_index += self.unit_bounds[w][0]
         name = getattr(self, "unit_name", "env")
         where = f"{name} {env_index} (worker {w})" if env_index is not None else f"worker {w}"
-        if report.is_observation_error:
-            exc: BaseException = ObservationError(report.message)
-        else:
-            exc = WorkerError(f"{where} raised {report.type_name} during {what}: "
-                              f"{report.message}", env_index=env_index, worker_index=w)
+        mistake = rebuild_mistake(report)
+        if mistake is not None:
+            return mistake
+        exc = WorkerError(f"{where} raised {report.type_name} during {what}: "
+                          f"{report.message}", env_index=env_index, worker_index=w)
         exc.__cause__ = RemoteTraceback(report.traceback)
         return exc
 
@@ -386,7 +388,8 @@ class ProcessPool(Pool):
         self._workers[w].kill()
         self._barrier.settle(w)
         self.infos.forget(w)
-        self._workers[w] = WorkerProcess(self._ctx, w, self._env_fns_bytes[w])
+        self._workers[w] = WorkerProcess(self._ctx, w, self.unit_bounds[w][0],
+                                         self._env_fns_bytes[w])
         deadline = time.monotonic() + STARTUP_SECONDS
         self._hello(w, deadline)
         self._attach(w, deadline)

@@ -15,10 +15,10 @@ from multiprocessing.reduction import ForkingPickler, send_handle
 from typing import Any
 
 from fastvec import _worker
-from fastvec._protocol import Stop
+from fastvec._protocol import RemoteTraceback, Stop
 from fastvec.errors import WorkerError, WorkerTimeout
 
-__all__ = ["RemoteTraceback", "WorkerProcess", "describe_exit", "send_all"]
+__all__ = ["WorkerProcess", "describe_exit", "send_all"]
 
 SLICE_SECONDS = 0.02  # how often waits return to check liveness and deadlines
 
@@ -35,21 +35,13 @@ def describe_exit(exitcode: int | None) -> str:
     return f"exited with code {exitcode}"
 
 
-class RemoteTraceback(Exception):
-    """The traceback of an exception raised in a worker (attached as ``__cause__``)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-    def __str__(self) -> str:
-        return f'\n"""\n{self.text}"""'
-
-
 class WorkerProcess:
-    """One worker process and the parent's end of its control pipe."""
+    """One worker process and the parent's end of its control pipe.
 
-    def __init__(self, ctx: Any, index: int, env_fns_bytes: bytes) -> None:
+    ``first``: the index of its first env (game) in the vector env, for messages.
+    """
+
+    def __init__(self, ctx: Any, index: int, first: int, env_fns_bytes: bytes) -> None:
         self.index = index
         self.attached = False  # True once it serves commands through the barrier
         self.conn, child_conn = ctx.Pipe()
@@ -59,7 +51,7 @@ class WorkerProcess:
         death_signal = (threading.current_thread() is threading.main_thread()
                         or ctx.get_start_method() == "forkserver")
         self.process = ctx.Process(
-            target=_worker.run, args=(index, env_fns_bytes, child_conn, death_signal),
+            target=_worker.run, args=(index, first, env_fns_bytes, child_conn, death_signal),
             name=f"fastvec-worker-{index}", daemon=True)
         with _main_module_hidden():
             self.process.start()

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import functools
 import re
-import traceback
 from typing import Any
 
 import cloudpickle
 import numpy as np
 
 from fastvec._games import SINGLE_AGENT, describe
-from fastvec._protocol import ErrorReport, Hello
+from fastvec._protocol import ErrorReport, Hello, report_error
 from fastvec.errors import ObservationError, SpacesMismatchError, WorkerError
 
 __all__ = ["BlockHost", "pack", "packed_size", "unpack"]
@@ -216,6 +215,4 @@ class BlockHost:
             # name envs by their index in the whole vector env, not in this block
             message = re.sub(r"\b(env|game) (\d+)",
                              lambda m: f"{m[1]} {int(m[2]) + self.first}", message)
-        text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-        return ErrorReport(index, type(exc).__name__, message, text,
-                           isinstance(exc, ObservationError))
+        return report_error(exc, index, message)

@@ -33,15 +33,9 @@ from fastvec._layout import layout_of
 from fastvec._obs_store import make_obs_store
 from fastvec import _ray_reaper
 from fastvec._pool import Entries, Pool
-from fastvec._procs import RemoteTraceback
-from fastvec._protocol import ErrorReport, Hello
+from fastvec._protocol import ErrorReport, Hello, RemoteTraceback, rebuild_mistake
 from fastvec._ray_actor import FLAGS, BlockHost, unpack
-from fastvec.errors import (
-    ObservationError,
-    SpacesMismatchError,
-    WorkerError,
-    WorkerTimeout,
-)
+from fastvec.errors import WorkerError, WorkerTimeout
 
 __all__ = ["RayPool", "start_local_ray", "stop_local_ray", "take_rows"]
 
@@ -321,15 +315,11 @@ class RayPool(Pool):
     def _error(self, b: int, report: ErrorReport, what: str) -> BaseException:
         index = report.env_index
         where = f"{self.unit_name} {index} (actor {b})" if index is not None else f"actor {b}"
-        exc: BaseException
-        if report.is_observation_error:
-            exc = ObservationError(report.message)
-        elif report.type_name == "SpacesMismatchError":
-            start, stop = self.unit_bounds[b]
-            exc = SpacesMismatchError(f"{report.message} (actor {b}: envs {start}..{stop - 1})")
-        else:
-            exc = WorkerError(f"{where} raised {report.type_name} during {what}: "
-                              f"{report.message}", env_index=index, worker_index=b)
+        mistake = rebuild_mistake(report)
+        if mistake is not None:
+            return mistake
+        exc = WorkerError(f"{where} raised {report.type_name} during {what}: "
+                          f"{report.message}", env_index=index, worker_index=b)
         exc.__cause__ = RemoteTraceback(report.traceback)
         return exc
 

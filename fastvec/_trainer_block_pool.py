@@ -23,10 +23,10 @@ import numpy as np
 from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
 from fastvec._pool import Entries, LocalBlock, Pool
-from fastvec._games import describe
+from fastvec._games import check_blocks, describe
 from fastvec._observation_mode import observation_spaces, same_space_hint
 from fastvec._process_pool import ProcessPool
-from fastvec.errors import ObservationError, SpacesMismatchError, WorkerError
+from fastvec.errors import ObservationError, WorkerError
 
 __all__ = ["TrainerBlockPool"]
 
@@ -48,14 +48,8 @@ class TrainerBlockPool(Pool):
         self._local_ticket: int | None = None  # block 0's place in the order of completion
         self.envs = self._build()
         mine = describe(self.envs)
-        expected = workers.hello.env_spaces[0]
         mode = workers.observation_mode
-        for index, triple in enumerate(mine.env_spaces):
-            obs_differs = mode == "same" and triple[0] != expected[0]
-            if obs_differs or triple[1:] != expected[1:] or mine.agents != workers.hello.agents:
-                raise SpacesMismatchError(
-                    f"env {index} has spaces and agents {triple}; expected {expected} "
-                    f"as env {stop}{same_space_hint if obs_differs else ''}")
+        check_blocks([mine, *workers.hellos], 0, mode == "same", same_space_hint)
         # env 0 is this block's: the single space is its (for "different"), and the
         # workers lay out their shared batch by the one decided here
         every = [triple[0] for triple in mine.env_spaces] + \

@@ -16,7 +16,6 @@ import faulthandler
 import multiprocessing
 import os
 import signal
-import traceback
 from multiprocessing.reduction import ForkingPickler, recv_handle
 from typing import Any
 
@@ -35,18 +34,17 @@ from fastvec._protocol import (
     Command,
     ControlReply,
     ControlRequest,
-    ErrorReport,
     Ready,
     Region,
     ResendInfos,
     ResetRequest,
     Status,
     StepActions,
+    report_error,
     spin_budget_us,
 )
 from fastvec._shared_infos import InfoWriter
 from fastvec._shm import SharedBlock
-from fastvec.errors import ObservationError
 
 __all__ = ["run"]
 
@@ -54,8 +52,9 @@ POLL_SECONDS = 0.1  # how often an idle worker checks that its parent lives
 SMALL_REPLY_BYTES = 32 * 1024  # fits in an empty pipe (Linux: 64 KiB) without blocking
 
 
-def run(worker_index: int, env_fns_bytes: bytes, conn: Any, death_signal: bool = True) -> None:
-    """Entry point of a worker process."""
+def run(worker_index: int, first: int, env_fns_bytes: bytes, conn: Any,
+        death_signal: bool = True) -> None:
+    """Entry point of a worker process (``first``: its first env's index in the vector env)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent coordinates shutdown
     if death_signal:  # else the orphan check in serve() notices a dead trainer
         set_parent_death_signal(signal.SIGKILL)
@@ -71,7 +70,7 @@ def run(worker_index: int, env_fns_bytes: bytes, conn: Any, death_signal: bool =
     if envs is None:
         return
     try:
-        conn.send(describe(envs))
+        conn.send(describe(envs, first))
         setup = conn.recv()
         if not isinstance(setup, Attach):
             return
@@ -249,9 +248,7 @@ def _orphaned(parent_pid: int) -> bool:
 
 
 def _send_error(conn: Any, exc: BaseException, env_index: int | None) -> None:
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
     try:
-        conn.send(ErrorReport(env_index, type(exc).__name__, str(exc), text,
-                              isinstance(exc, ObservationError)))
+        conn.send(report_error(exc, env_index))
     except (OSError, EOFError):
         pass

@@ -9,7 +9,7 @@ from gymnasium.vector import AutoresetMode
 
 from fastvec._base import BatchedVecEnv
 from fastvec._buffers import Buffers, rows_of
-from fastvec._games import describe, is_game
+from fastvec._games import describe
 from fastvec._obs_store import make_obs_store
 from fastvec._observation_mode import (
     ObservationMode,
@@ -92,7 +92,7 @@ class SyncVecEnv(BatchedVecEnv):
             if act_space != first_act:
                 raise SpacesMismatchError(f"env {index} has action space {act_space}, "
                                           f"expected {first_act} (as env 0)")
-            if agents != first_agents or is_game(self.envs[index]) != is_game(self.envs[0]):
+            if agents != first_agents:
                 raise SpacesMismatchError(f"env {index} has agents {agents}, expected "
                                           f"{first_agents} (as env 0)")
         single, batched = observation_spaces(

@@ -20,7 +20,7 @@ pettingzoo = pytest.importorskip("pettingzoo")
 from pettingzoo.test import api_test, parallel_api_test  # noqa: E402
 
 import fastvec  # noqa: E402
-from fastvec.errors import SpacesMismatchError, WorkerError  # noqa: E402
+from fastvec.errors import WorkerError  # noqa: E402
 from tests.games import RelayGame, TurnGame, game_fns  # noqa: E402
 
 pytestmark = pytest.mark.fastvec_only
@@ -149,34 +149,6 @@ def test_restart_truncates_every_row_of_the_restarted_games(closing: Any) -> Non
 
 
 @pytest.mark.subprocess
-@pytest.mark.parametrize("kind", ["subproc", "local"])
-def test_an_unknown_agent_is_a_worker_error_naming_game_and_agent(kind: str,
-                                                                  closing: Any) -> None:
-    fns = game_fns(RelayGame, 2, num_agents=2) + [functools.partial(StrayAgentRelay,
-                                                                    num_agents=2)]
-    envs = _make(kind, fns)
-    closing(envs)
-    envs.reset(seed=0)
-    with pytest.raises(WorkerError, match="game 2 reported agent 'stray'") as info:
-        envs.step(np.zeros(6, np.int64))
-    assert info.value.env_index == 2
-
-
-def test_agents_with_different_spaces_are_refused() -> None:
-    with pytest.raises(SpacesMismatchError, match="runner_0.*runner_1.*observation"):
-        fastvec.SyncVecEnv(game_fns(MixedSpacesRelay, 2))
-
-
-@pytest.mark.subprocess
-def test_games_and_envs_cannot_mix() -> None:
-    import gymnasium as gym
-    fns = [functools.partial(RelayGame, num_agents=1),
-           lambda: gym.make("CartPole-v1")]
-    with pytest.raises(ValueError):
-        fastvec.SubprocVecEnv(fns, num_workers=2, context="fork")
-
-
-@pytest.mark.subprocess
 @pytest.mark.parametrize("game", ["relay", "turns"])
 def test_spawned_workers_give_the_same_results(game: str, closing: Any) -> None:
     factory = {"relay": functools.partial(RelayGame, late_seat=2),
@@ -285,16 +257,6 @@ class StrayAgentRelay(RelayGame):
         obs, rewards, terms, truncs, infos = super().step(actions)
         obs["stray"] = obs[self.possible_agents[0]]
         return obs, rewards, terms, truncs, infos
-
-
-class MixedSpacesRelay(RelayGame):
-    """Its second agent observes a different space."""
-
-    def observation_space(self, agent: str) -> Any:
-        from gymnasium import spaces
-        if agent == self.possible_agents[1]:
-            return spaces.Box(0, 1, (2,), np.float32)
-        return super().observation_space(agent)
 
 
 def test_a_wrapper_that_redefines_rewards_is_read_through() -> None:

@@ -19,6 +19,7 @@ from fastvec._games import ParallelGame
 from fastvec._kernels.games import GameBlock
 from fastvec._kernels.stepping import Autoreset
 from fastvec._layout import batch_views, layout_of
+from fastvec.errors import WorkerError
 
 AGENTS = ("a", "b", "c")
 SPACE = spaces.Box(-1e9, 1e9, (2,), np.float64)
@@ -125,8 +126,9 @@ def test_an_agent_outside_possible_agents_is_named() -> None:
     game = ScriptedGame([{"a": (1, 0.0, False, False), "zed": (2, 0.0, False, False)}])
     block, *_ = _block([game], records=True)
     block.reset([None] * 3, None)
-    with pytest.raises(ValueError, match="game 0 reported agent 'zed'"):
+    with pytest.raises(WorkerError, match="game 0 reported agent 'zed'") as caught:
         block.step([0, 0, 0])
+    assert caught.value.env_index == 0
 
 
 def test_the_block_checks_its_buffers() -> None:
