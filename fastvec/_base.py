@@ -24,6 +24,7 @@ from fastvec._arguments import mode_code, parse_autoreset_mode, reset_args
 from fastvec._buffers import Buffers
 from fastvec._call_state import CallState, check_call, refuse_concurrent_call
 from fastvec._env_calls import EnvCalls
+from fastvec._failure_policy import Restarts
 from fastvec._episode_stats import EpisodeStats
 from fastvec._kernels.stepping import Autoreset
 from fastvec._game_infos import add_game_infos, check_whole_games
@@ -114,6 +115,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
     def _use_pool(self, pool: Pool) -> None:
         """Run the envs in ``pool``; its buffers hold the batch."""
         self._pool = pool
+        self._restarts: Restarts | None = getattr(pool, "restarts", None)  # kept after close
         self._all_blocks = range(pool.num_blocks)
         self._buffers: Buffers = pool.buffers
         self.layout: Layout | None = pool.buffers.obs.layout
@@ -127,6 +129,17 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
     def closed(self, value: bool) -> None:
         if value:
             self._state = CallState.CLOSED
+
+    @property
+    def restart_counts(self) -> np.ndarray:
+        """How many times each env (game) was restarted (``on_worker_failure="restart"``)."""
+        restarts = self._restarts
+        return np.zeros(self.num_games, np.int64) if restarts is None else restarts.counts.copy()
+
+    @property
+    def total_restarts(self) -> int:
+        """How many restarts happened in all (a restart rebuilds one block of envs)."""
+        return 0 if self._restarts is None else self._restarts.total
 
     def _enter(self, call: str) -> None:
         """The guard every public method passes: no other call in progress (another

@@ -23,7 +23,8 @@ Data flow of a step::
 Failure policy lives here, once: a block whose env raised or whose worker died
 is reported (``on_failure="raise"``) or rebuilt and reset
 (``on_failure="restart"``: its envs report ``truncations`` on a failed step and
-``infos["worker_restarted"]``); an observation that does not fit its space is
+``infos["worker_restarted"]``; each restart is logged and counted, up to
+``max_restarts``: see ``fastvec._failure_policy``); an observation that does not fit its space is
 always raised; a wait cut short (deadline, Ctrl-C) or a dead worker leaves the
 pool ``broken`` and every later call refuses with the reason.
 """
@@ -37,13 +38,13 @@ import numpy as np
 
 from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers, rows_of
+from fastvec._failure_policy import Restarts
 from fastvec._kernels.infos import batch_infos
 from fastvec._protocol import Hello
 from fastvec.errors import FastVecError, ObservationError, WorkerError
 
-__all__ = ["FAILURE_POLICIES", "LocalBlock", "LocalPool", "Pool", "split_blocks"]
+__all__ = ["LocalBlock", "LocalPool", "Pool", "split_blocks"]
 
-FAILURE_POLICIES = ("raise", "restart")
 Entries = list  # [(env_index, info dict), ...] in env order
 
 
@@ -70,6 +71,7 @@ class Pool:
     unit_name = "env"  # "game" for multi-agent games
     buffers: Buffers
     on_failure: str = "raise"
+    restarts: Restarts  # with on_failure="restart": the counts and the limit
     broken: str | None = None  # why the pool cannot be used any more
 
     @property
@@ -158,7 +160,13 @@ class Pool:
             if isinstance(exc, ObservationError) or self.on_failure == "raise":
                 self.note_dead(failures.values())
                 raise exc
-        for b in failures:
+        for b, exc in failures.items():
+            try:
+                self.restarts.check_limit(exc)
+            except BaseException:
+                self.note_dead(failures.values())
+                raise
+            self.restarts.record(self.unit_bounds[b], self.unit_name, exc)
             replies[b] = self.restart(b, restart_truncates)
         return blocks, [entry for b in blocks for entry in replies[b]]
 

@@ -19,6 +19,7 @@ import numpy as np
 
 from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
+from fastvec._failure_policy import DEFAULT_MAX_RESTARTS, Restarts
 from fastvec._games import check_blocks
 from fastvec._kernels.barrier import Barrier, barrier_nbytes
 from fastvec._layout import batch_views, copy_into, layout_of
@@ -67,13 +68,15 @@ class ProcessPool(Pool):
 
     def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], ctx: Any,
                  timeout: float | None, on_failure: str,
-                 observation_mode: ObservationMode = "same") -> None:
+                 observation_mode: ObservationMode = "same",
+                 max_restarts: int | None = DEFAULT_MAX_RESTARTS) -> None:
         self.bounds = self.unit_bounds = bounds
         self.observation_mode = observation_mode
         self.timeout = timeout
         self.wait_timeout: float | None = None  # one wait's own limit (step_wait(timeout=))
         self._wait_deadline = float("inf")
         self.on_failure = on_failure
+        self.restarts = Restarts(len(env_fns), max_restarts)
         self._ctx = ctx
         self._workers: list[WorkerProcess] = []
         self._shared: SharedBlock | None = None

@@ -21,6 +21,7 @@ raised (a value) from an actor that died (Ray's ``RayActorError``).
 from __future__ import annotations
 
 import functools
+import os
 import re
 from typing import Any
 
@@ -134,9 +135,9 @@ class BlockHost:
         return Hello(vec.single_observation_space, vec.single_action_space,
                      dict(vec.metadata), vec.render_mode, spaces, agents)
 
-    def ready(self) -> bool:
-        """True (a call that returns once the actor is up)."""
-        return True
+    def pid(self) -> int:
+        """The actor's process id."""
+        return os.getpid()
 
     # -- commands --------------------------------------------------------------------
 

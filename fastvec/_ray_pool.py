@@ -28,6 +28,7 @@ from gymnasium import spaces
 
 from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
+from fastvec._failure_policy import DEFAULT_MAX_RESTARTS, Restarts
 from fastvec._games import check_blocks
 from fastvec._layout import layout_of
 from fastvec._obs_store import make_obs_store
@@ -113,13 +114,15 @@ class RayPool(Pool):
 
     def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], inner: str,
                  mode: Any, copy: bool, actor_options: dict | None, inner_options: dict | None,
-                 timeout: float | None, on_failure: str, started_ray: bool = False) -> None:
+                 timeout: float | None, on_failure: str, started_ray: bool = False,
+                 max_restarts: int | None = DEFAULT_MAX_RESTARTS) -> None:
         import ray
 
         self._ray = ray
         self.bounds = self.unit_bounds = bounds
         self.timeout = timeout
         self.on_failure = on_failure
+        self.restarts = Restarts(len(env_fns), max_restarts)
         self._inner, self._mode, self._inner_options = inner, mode, inner_options
         self._options = {**DEFAULT_ACTOR_OPTIONS, **(actor_options or {})}
         self._actor_class = ray.remote(BlockHost)
@@ -134,12 +137,18 @@ class RayPool(Pool):
             for b in range(self.num_blocks):
                 self._actors[b] = self._start_actor(b)
             hellos = self._hellos(range(self.num_blocks), "building its envs")
+            self._pids = self._ray.get([actor.pid.remote() for actor in self._actors])
             self._check_spaces(hellos)
             self.hello = hellos[0]
             self._setup_buffers(copy)
         except BaseException:
             self.close(terminate=True)
             raise
+
+    @property
+    def pids(self) -> list[int]:
+        """Each actor's process id (as of its start)."""
+        return list(self._pids)
 
     # -- start-up --------------------------------------------------------------------
 
@@ -337,6 +346,7 @@ class RayPool(Pool):
         self._actors[b] = self._start_actor(b, avoid=self._placed[b])
         try:
             self._hellos([b], "building its envs after a restart")
+            self._pids[b] = self._ray.get(self._actors[b].pid.remote())
             start, stop = self.bounds[b]
             self._refs[b] = self._actors[b].reset.remote([None] * (stop - start), None, None)
             self._posted_at[b] = time.monotonic()

@@ -22,6 +22,7 @@ import numpy as np
 
 from fastvec._actions import ActionChecker
 from fastvec._buffers import Buffers
+from fastvec._failure_policy import Restarts
 from fastvec._pool import Entries, LocalBlock, Pool
 from fastvec._games import check_blocks, describe
 from fastvec._observation_mode import observation_spaces, same_space_hint
@@ -43,6 +44,7 @@ class TrainerBlockPool(Pool):
         self.bounds = [(0, stop * self.seats), *workers.bounds]
         self.unit_bounds = [(0, stop), *workers.unit_bounds]
         self.on_failure = workers.on_failure
+        self.restarts = workers.restarts = Restarts(len(env_fns), workers.restarts.limit)
         self.hello = workers.hello
         self._broken: str | None = None
         self._local_ticket: int | None = None  # block 0's place in the order of completion

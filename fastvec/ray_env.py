@@ -20,7 +20,8 @@ from fastvec._arguments import parse_autoreset_mode
 from fastvec._async import AsyncBatches, check_batch_size, check_positive
 from fastvec._base import BatchedVecEnv
 from fastvec._call_state import CallState
-from fastvec._pool import FAILURE_POLICIES, split_blocks
+from fastvec._failure_policy import DEFAULT_MAX_RESTARTS, check_failure_policy
+from fastvec._pool import split_blocks
 from fastvec.subproc_env import SubprocVecEnv
 
 __all__ = ["RayVecEnv"]
@@ -53,7 +54,9 @@ class RayVecEnv(BatchedVecEnv):
         timeout: seconds a step, reset or call may take before ``WorkerTimeout``.
         on_worker_failure: ``"raise"`` (a ``WorkerError``; ``worker_index`` is the
             actor's index) or ``"restart"`` (a new actor rebuilds and resets the block;
-            its envs report ``truncations=True`` and ``infos["worker_restarted"]``).
+            its envs report ``truncations=True`` and ``infos["worker_restarted"]``; each
+            restart is logged and counted, as in :class:`fastvec.SubprocVecEnv`).
+        max_restarts: as in :class:`fastvec.SubprocVecEnv` (default 1000).
 
     Raises:
         ImportError: Ray is not installed.
@@ -74,6 +77,7 @@ class RayVecEnv(BatchedVecEnv):
         on_worker_failure: str = "raise",
         episode_statistics: bool = False,
         inner_options: dict[str, Any] | None = None,
+        max_restarts: int | None = DEFAULT_MAX_RESTARTS,
     ) -> None:
         try:
             import ray
@@ -88,9 +92,7 @@ class RayVecEnv(BatchedVecEnv):
             raise ValueError("expected at least one env function, got none")
         if inner not in INNER:
             raise ValueError(f"expected inner 'sync' or 'subproc', got {inner!r}")
-        if on_worker_failure not in FAILURE_POLICIES:
-            raise ValueError("expected on_worker_failure 'raise' or 'restart', "
-                             f"got {on_worker_failure!r}")
+        check_failure_policy(on_worker_failure, max_restarts)
         if timeout is not None and timeout <= 0:
             raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
         if num_actors is not None and not 1 <= num_actors <= num_envs:
@@ -104,7 +106,8 @@ class RayVecEnv(BatchedVecEnv):
             self.num_actors = num_actors
             check_positive(batch_size)  # the rest once the rows are known (games fill several)
             pool = RayPool(env_fns, split_blocks(num_envs, num_actors), inner, mode, copy,
-                           actor_options, inner_options, timeout, on_worker_failure, started)
+                           actor_options, inner_options, timeout, on_worker_failure, started,
+                           max_restarts)
         except BaseException:
             if started:
                 stop_local_ray()
@@ -112,6 +115,7 @@ class RayVecEnv(BatchedVecEnv):
         self.inner = inner
         self.timeout = timeout
         self.on_worker_failure = on_worker_failure
+        self.max_restarts = max_restarts
         try:
             hello = pool.hello
             num_rows = pool.bounds[-1][1]

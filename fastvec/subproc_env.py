@@ -24,7 +24,8 @@ from fastvec._async import AsyncBatches, check_batch_size, check_positive
 from fastvec._base import BatchedVecEnv
 from fastvec._call_state import CallState
 from fastvec._observation_mode import ObservationMode, check_observation_mode
-from fastvec._pool import FAILURE_POLICIES, split_blocks
+from fastvec._failure_policy import DEFAULT_MAX_RESTARTS, check_failure_policy
+from fastvec._pool import split_blocks
 from fastvec._process_pool import ProcessPool
 from fastvec._trainer_block_pool import TrainerBlockPool
 
@@ -59,7 +60,11 @@ class SubprocVecEnv(BatchedVecEnv):
         timeout: seconds a step, reset or call may take before ``WorkerTimeout``.
         on_worker_failure: ``"raise"`` (a ``WorkerError``) or ``"restart"`` (respawn the
             worker, rebuild and reset its envs; they report ``truncations=True`` and
-            ``infos["worker_restarted"]``).
+            ``infos["worker_restarted"]``; each restart logs a WARNING on the ``fastvec``
+            logger and is counted in ``restart_counts`` and ``total_restarts``).
+        max_restarts: with ``"restart"``, how many restarts in all before the next failure
+            raises its ``WorkerError`` instead (default 1000, as RLlib's limit; None: no
+            limit).
         episode_statistics: add ``infos["episode"]`` (return, length, time) when an
             episode ends, as Gymnasium's ``RecordEpisodeStatistics`` does.
         local_block: the trainer's process steps the first of ``num_workers + 1``
@@ -100,6 +105,7 @@ class SubprocVecEnv(BatchedVecEnv):
         episode_statistics: bool = False,
         local_block: bool = False,
         observation_mode: ObservationMode = "same",
+        max_restarts: int | None = DEFAULT_MAX_RESTARTS,
     ) -> None:
         num_envs = len(env_fns)  # env functions; a game fills several rows, known later
         if num_envs < 1:
@@ -112,9 +118,7 @@ class SubprocVecEnv(BatchedVecEnv):
                 if local_block else ""
             raise ValueError(f"expected num_workers in [1, {num_envs - local}]{where}, got "
                              f"{num_workers}")
-        if on_worker_failure not in FAILURE_POLICIES:
-            raise ValueError("expected on_worker_failure 'raise' or 'restart', "
-                             f"got {on_worker_failure!r}")
+        check_failure_policy(on_worker_failure, max_restarts)
         check_observation_mode(observation_mode)
         check_positive(batch_size)  # the rest once the rows are known (games fill several)
         if timeout is not None and timeout <= 0:
@@ -123,12 +127,13 @@ class SubprocVecEnv(BatchedVecEnv):
         self.local_block = bool(local_block)
         self.timeout = timeout
         self.on_worker_failure = on_worker_failure
+        self.max_restarts = max_restarts
         self.observation_mode = observation_mode
         self.context = context or default_context()
         _LIVE.add(self)
         bounds = split_blocks(num_envs, num_workers + local)
         workers = ProcessPool(env_fns, bounds[local:], mp.get_context(self.context), timeout,
-                              on_worker_failure, observation_mode)
+                              on_worker_failure, observation_mode, max_restarts)
         pool: ProcessPool | TrainerBlockPool = workers
         try:
             if local_block:
