@@ -42,6 +42,9 @@ def kernel(pyx: Path) -> Extension:
 
 
 pyx_files = sorted(Path("csrc").glob("*.pyx"))
+if not pyx_files:  # else setuptools makes a pure-Python wheel that cannot import
+    raise SystemExit("setup.py: no csrc/*.pyx to build the kernels from; build from a "
+                     "checkout or from the sdist, which carries them (MANIFEST.in)")
 extensions = [kernel(p) for p in pyx_files if not ONLY or p.stem in ONLY]
 # .pxd declarations live beside the .pyi stubs in fastvec/_kernels/, where Cython
 # finds them by module name.
