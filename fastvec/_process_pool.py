@@ -247,6 +247,18 @@ class ProcessPool(Pool):
         """Those of ``workers`` whose command has finished, earliest first (no waiting)."""
         return self._barrier.done_in_order(list(workers))
 
+    def let_run(self, workers: Sequence[int]) -> None:
+        """Give this process's core up once for each of ``workers`` still busy.
+
+        Async batches: a block is mostly done already when the trainer asks for a
+        batch, so the trainer never waits and never gives its core up; the workers
+        the scheduler queued on its core would run only when its time slice ends,
+        and their blocks would come back a few times in a thousand batches (while
+        idle workers elsewhere spin on their cores).  Each yield lets one of them run.
+        """
+        for _ in range(len(workers) - len(self._barrier.done_in_order(workers))):
+            os.sched_yield()
+
     def ticket(self, w: int) -> int:
         """Worker ``w``'s place in the order of completion (its last finished command)."""
         return self._barrier.ticket(w)
@@ -279,11 +291,7 @@ class ProcessPool(Pool):
 
     def _gather(self, waiting: list[int], what: str, want: int) -> dict[int, Any]:
         if want < len(waiting):
-            # Async batches: a block is mostly done already, so this process never waits
-            # and never gives its core up; a worker the scheduler queued on this core
-            # would run only when this process's time slice ends, and its block would
-            # come back a few times in a thousand batches.  Let it run first.
-            os.sched_yield()
+            self.let_run(waiting)
         now = time.monotonic()
         deadline = now + (self.timeout if self.timeout else float("inf"))
         if self.wait_timeout is not None:

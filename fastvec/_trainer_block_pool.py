@@ -14,7 +14,6 @@ code in a local env takes the trainer with it: that is what isolation costs.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -127,7 +126,7 @@ class TrainerBlockPool(Pool):
         local = bool(blocks) and blocks[0] == 0
         replies: dict[int, Any] = {}
         if local and want < len(blocks):
-            os.sched_yield()  # let a worker queued on this core finish (see ProcessPool)
+            self.workers.let_run(remote)  # workers queued on this core: see ProcessPool
             # Async batches: block 0 is ready whenever this process can run it, that is
             # from the first wait for a batch after it was posted; it takes its turn in
             # the order of completion from then, after the workers done before, so that

@@ -5,13 +5,15 @@ finished block is never passed over by one that finished after it, so over
 many rounds every block comes back about as often as the others, also with
 more workers than cores, with the trainer's own block, and over Ray actors.
 
-The bounds: with one block per batch, each block's share of the batches stays
-within 25% of the fair share (``rounds / blocks``); with several blocks per
-batch, within 50% (which of the blocks just sent finishes first depends on the
-scheduler, so shares drift more, but none is starved).  Before the fix, on 2
-cores, one of three workers came back in 3 batches of 150 in about 2 runs out
-of 5: the starvation case runs 12 times, so it passes by luck with probability
-0.6 ** 12 < 0.3%.
+The bound: each block's share of the batches is at least 30% and at most 240%
+of the fair share (``rounds * blocks_per_batch / blocks``).  Which block finishes
+first depends on the scheduler and on whatever else runs: a run of 150 CartPole
+batches takes about 4 ms, and with another process busy half the time on a
+2-core machine, the worker that shares the trainer's core finishes first more
+often (measured: shares of 25-30, 25-30 and 90-100 of 150).  A starved block is
+far below: before the fix, on 2 cores, one of three workers came back in 3 to 6
+batches of 150 (a fair share is 50) in about 2 runs out of 5.  The starvation case runs 12 times, so it would
+pass by luck with probability 0.6 ** 12 < 0.3%.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ import fastvec
 from tests.envs import SlowEnv, make_fns
 
 ROUNDS = 150
+LOW, HIGH = 0.3, 2.4  # of the fair share
 
 
 def cartpole() -> gym.Env:
@@ -49,8 +52,7 @@ def block_counts(envs: Any, rounds: int, blocks: int) -> list[int]:
 
 def assert_fair(counts: list[int], blocks_per_batch: int, rounds: int) -> None:
     fair = rounds * blocks_per_batch / len(counts)
-    slack = 0.25 if blocks_per_batch == 1 else 0.5
-    low, high = fair * (1 - slack), fair * (1 + slack)
+    low, high = fair * LOW, fair * HIGH
     assert all(low <= c <= high for c in counts), (
         f"block shares {counts} of {rounds} batches of {blocks_per_batch} blocks: expected "
         f"each in [{low:.0f}, {high:.0f}]")
