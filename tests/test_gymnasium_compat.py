@@ -25,7 +25,6 @@ from gymnasium.vector.utils import batch_differing_spaces
 import fastvec
 from fastvec.errors import FastVecError, SpacesMismatchError, WorkerTimeout
 from tests.envs import CountingEnv, SlowEnv, make_fns
-from tests.games import RelayGame, game_fns
 
 N = 4
 
@@ -330,6 +329,8 @@ def test_games_need_observation_mode_same(make, mode):
     single = spaces.Box(-1e6, 1e6, (4,), np.float32)
     observation_mode = (batch_differing_spaces([single] * 6), single) if mode == "pair" \
         else mode
+    pytest.importorskip("pettingzoo")
+    from tests.games import RelayGame, game_fns
     with pytest.raises(ValueError, match="games need observation_mode='same'"):
         make(game_fns(RelayGame, 2), observation_mode=observation_mode)
 

@@ -32,7 +32,6 @@ import pytest
 
 from tests import internals
 from tests.envs import CountingEnv, DictCountingEnv, ObjectSpaceEnv, SyntheticEnv, make_fns
-from tests.games import RelayGame, game_fns
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.soak]
 
@@ -40,6 +39,13 @@ SAMPLE_EVERY = 100_000  # env-steps between samples in long runs
 MIN_SAMPLES = 10  # short runs sample more often
 WARMUP_SAMPLES = 3  # the first samples (pools, caches, allocator arenas filling up)
 RSS_TOLERANCE_MB = 4.0  # per process, above its value at the end of the warm-up
+
+
+def relay_games(num_games: int, **kwargs: Any) -> list:
+    """Factories of ``tests.games.RelayGame`` (skips without PettingZoo)."""
+    pytest.importorskip("pettingzoo")
+    from tests.games import RelayGame, game_fns
+    return game_fns(RelayGame, num_games, **kwargs)
 
 
 @dataclass
@@ -60,7 +66,7 @@ CASES = [
          batches=True),
     Case("cheap-local-block", lambda: (make_fns(CountingEnv, 96, episode_len=50),
                                        {"num_workers": 2, "local_block": True}), 400_000),
-    Case("multiagent-relay", lambda: (game_fns(RelayGame, 32, num_agents=3, horizon=20),
+    Case("multiagent-relay", lambda: (relay_games(32, num_agents=3, horizon=20),
                                       {"num_workers": 2}), 400_000),
     Case("image", lambda: (make_fns(SyntheticEnv, 32, layout="image", info_kind="none"),
                            {"num_workers": 2}), 60_000),
