@@ -71,11 +71,13 @@ class ClosedEnvError(FastVecError, ClosedEnvironmentError):
 
 
 class WorkerError(FastVecError):
-    """A worker failed: its env raised, or the worker process died.
+    """A worker failed: its env raised, or the worker process died; or a game misbehaved.
 
     The message names the env (when known), the worker, and either the exception
     type and message or how the worker ended (``"was killed by SIGKILL"``,
-    ``"exited with code 3"``).
+    ``"exited with code 3"``).  A game that reports an agent outside its
+    ``possible_agents`` is a ``WorkerError`` on every backend, ``SyncVecEnv``
+    included (``worker_index`` None there).
 
     Args:
         message: The error message.
@@ -154,8 +156,12 @@ class ObservationError(FastVecError, ValueError):
 
 
 class SpacesMismatchError(FastVecError, ValueError, RuntimeError):
-    """The envs' observation or action spaces differ; the message names the env.
+    """The envs' spaces or agents cannot be batched; the message names the env or game.
 
-    A ``ValueError`` (fastvec's rule for a wrong argument) and a ``RuntimeError``
-    (what Gymnasium's vector envs raise here), so code written for either catches it.
+    Envs whose observation or action spaces differ, a game whose agents have
+    different spaces or none, games mixed with envs.  Raised in the trainer on
+    every backend, with the worker's or actor's traceback as ``__cause__`` where
+    the check ran there.  A ``ValueError`` (fastvec's rule for a wrong argument)
+    and a ``RuntimeError`` (what Gymnasium's vector envs raise here), so code
+    written for either catches it.
     """
