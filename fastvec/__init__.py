@@ -51,10 +51,10 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
 from fastvec import errors
 from fastvec.make import make
 from fastvec.multiagent import make_multiagent
-from fastvec.ray_env import RayVecEnv
-from fastvec.subproc_env import SubprocVecEnv
-from fastvec.sync_env import SyncVecEnv
 from fastvec.tiling import tile_images
+from fastvec.vector.ray import RayVecEnv
+from fastvec.vector.subproc import SubprocVecEnv
+from fastvec.vector.sync import SyncVecEnv
 
 __all__ = ["RayVecEnv", "SubprocVecEnv", "SyncVecEnv", "errors", "make", "make_multiagent",
            "tile_images"]

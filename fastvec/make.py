@@ -73,15 +73,15 @@ def make(
     env_fn = functools.partial(_make_one, env_id, tuple(wrappers or ()), env_kwargs)
     env_fns = [env_fn] * num_envs
     if backend_name == "sync":
-        from fastvec.sync_env import SyncVecEnv
+        from fastvec.vector.sync import SyncVecEnv
 
         envs: gym.vector.VectorEnv = SyncVecEnv(env_fns, **(vector_kwargs or {}))
     elif backend_name == "subproc":
-        from fastvec.subproc_env import SubprocVecEnv
+        from fastvec.vector.subproc import SubprocVecEnv
 
         envs = SubprocVecEnv(env_fns, **(vector_kwargs or {}))
     else:
-        from fastvec.ray_env import RayVecEnv
+        from fastvec.vector.ray import RayVecEnv
 
         envs = RayVecEnv(env_fns, **(vector_kwargs or {}))
     if spec is not None:

@@ -1,4 +1,4 @@
-"""``fastvec._actions.ActionChecker``: which batches are accepted (converted to the
+"""``fastvec.spaces.actions.ActionChecker``: which batches are accepted (converted to the
 space's dtype, split per env as Gymnasium's ``iterate`` would) and which are
 refused, with a message naming the env, the leaf and what was expected.
 
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
-from fastvec._actions import ActionChecker
+from fastvec.spaces.actions import ActionChecker
 
 
 def checker(space, num_envs):

@@ -29,12 +29,15 @@ DOCS = ROOT / "docs"
 MODULES = [
     "fastvec",
     "fastvec.errors",
-    "fastvec.sync_env",
-    "fastvec._base",
     "fastvec.tiling",
     "fastvec.make",
-    "fastvec.subproc_env",
-    "fastvec._async",
+    "fastvec.vector.sync",
+    "fastvec.vector.base",
+    "fastvec.vector.split_calls",
+    "fastvec.vector.env_calls",
+    "fastvec.vector.arguments",
+    "fastvec.vector.subproc",
+    "fastvec.vector.async_batches",
 ]
 
 # ``<!-- run -->`` (or ``<!-- run: needs a, b -->``), a ```python fence, the code, the fence.

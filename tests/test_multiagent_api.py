@@ -262,7 +262,7 @@ class StrayAgentRelay(RelayGame):
 def test_a_wrapper_that_redefines_rewards_is_read_through() -> None:
     from pettingzoo.utils import BaseWrapper
 
-    from fastvec._games import TurnBasedGame
+    from fastvec.pool.games import TurnBasedGame
 
     class DoubleRewards(BaseWrapper):
         @property

@@ -76,7 +76,7 @@ def test_a_ray_it_starts_listens_on_loopback_only_and_is_gone_after_close():
 
 
 def test_sigkill_of_a_trainer_that_started_ray_leaves_no_ray_process():
-    from fastvec._ray_reaper import descendants
+    from fastvec.pool.ray.reaper import descendants
 
     code = textwrap.dedent("""
         import gymnasium as gym, numpy as np, fastvec

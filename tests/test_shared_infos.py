@@ -12,7 +12,7 @@ from gymnasium.vector import SyncVectorEnv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastvec import _shared_infos as slab
+from fastvec.pool.process import shared_infos as slab
 from fastvec._kernels.infos import batch_block_infos, batch_infos
 from tests import internals
 from tests.compare import assert_tree_equal

@@ -1,4 +1,4 @@
-"""``fastvec._shm``: one shared block carved into aligned regions, with no name.
+"""``fastvec.pool.process.shm``: one shared block carved into aligned regions, with no name.
 
 The plan (offsets, sizes, alignment) against arithmetic; the block against what
 a second mapping of the same file descriptor and a forked child see; close
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastvec._shm import ALIGN, SharedBlock, plan_block
+from fastvec.pool.process.shm import ALIGN, SharedBlock, plan_block
 from tests import leaks
 
 DTYPES = ["u1", "?", "i2", "<i4", "f4", "f8", "i8", "c16"]

@@ -25,7 +25,7 @@ except ImportError:  # the workloads are reported unavailable
 
 __all__ = ["MULTIAGENT_EXTRA", "DuelGame", "HeavyDuelGame", "game_action_space", "is_game"]
 
-from fastvec.bench.workloads import MULTIAGENT_EXTRA  # noqa: E402 - re-exported
+MULTIAGENT_EXTRA = "pip install 'fastvec[multiagent]' (pettingzoo)"
 
 
 def is_game(env: Any) -> bool:

@@ -23,6 +23,7 @@ from fastvec.bench.envs import (
     LongTailEnv,
     make_pong,
 )
+from fastvec.bench.games import MULTIAGENT_EXTRA, DuelGame, HeavyDuelGame
 
 __all__ = ["MULTIAGENT_EXTRA", "WORKLOADS", "WORKLOAD_TIERS", "Workload"]
 
@@ -56,19 +57,12 @@ class Workload:
 
 def make_duel() -> Any:
     """The cheap two-player game of :mod:`fastvec.bench.games` (needs PettingZoo)."""
-    from fastvec.bench.games import DuelGame
-
     return DuelGame()
 
 
 def make_heavy_duel() -> Any:
     """The CPU-bound two-player game of :mod:`fastvec.bench.games` (needs PettingZoo)."""
-    from fastvec.bench.games import HeavyDuelGame
-
     return HeavyDuelGame()
-
-
-MULTIAGENT_EXTRA = "pip install 'fastvec[multiagent]' (pettingzoo)"
 
 # Env makers are module-level classes, functions or partials, so subprocess backends
 # can pickle them.

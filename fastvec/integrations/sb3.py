@@ -60,7 +60,7 @@ def to_sb3(envs: gym.vector.VectorEnv) -> Any:
             runs async batches.
         fastvec.errors.ClosedEnvError: ``envs`` is closed.
     """
-    from fastvec._base import BatchedVecEnv
+    from fastvec.vector.base import BatchedVecEnv
 
     if not isinstance(envs, BatchedVecEnv):
         raise ValueError(f"expected a fastvec SyncVecEnv or SubprocVecEnv, got {type(envs)!r}")

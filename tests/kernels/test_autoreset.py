@@ -50,7 +50,7 @@ class ReferenceStats:
 
 
 class KernelStats:
-    """The arrays the kernel updates in place, as ``fastvec._base`` keeps them."""
+    """The arrays the kernel updates in place, as ``fastvec.vector.episode_stats`` keeps them."""
 
     def __init__(self, n, now):
         self.returns = np.zeros(n)

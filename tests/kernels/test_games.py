@@ -15,10 +15,10 @@ from gymnasium import spaces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastvec._games import ParallelGame
+from fastvec.pool.games import ParallelGame
 from fastvec._kernels.games import GameBlock
 from fastvec._kernels.stepping import Autoreset
-from fastvec._layout import batch_views, layout_of
+from fastvec.spaces.layout import batch_views, layout_of
 from fastvec.errors import WorkerError
 
 AGENTS = ("a", "b", "c")

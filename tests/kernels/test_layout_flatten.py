@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastvec._kernels.flatten import flatten_into
-from fastvec._layout import MIN_ALIGN, batch_views, layout_of, leaf_name
+from fastvec.spaces.layout import MIN_ALIGN, batch_views, layout_of, leaf_name
 from fastvec.errors import ObservationError
 
 DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.int64,

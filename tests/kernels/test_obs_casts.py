@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fastvec._kernels.flatten import flatten_into
-from fastvec._layout import batch_views, layout_of
+from fastvec.spaces.layout import batch_views, layout_of
 from fastvec.errors import ObservationError
 
 LEAF_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,

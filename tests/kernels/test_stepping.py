@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastvec._kernels.stepping import Autoreset, EnvBlock
-from fastvec._layout import batch_views, layout_of
+from fastvec.spaces.layout import batch_views, layout_of
 from fastvec.errors import ObservationError
 
 MODES = [Autoreset.NEXT_STEP, Autoreset.SAME_STEP, Autoreset.DISABLED]

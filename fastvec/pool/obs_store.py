@@ -2,7 +2,7 @@
 
 Two stores with one interface:
 
-- :class:`RecordStore`: spaces with a flat record layout (``fastvec._layout``).
+- :class:`RecordStore`: spaces with a flat record layout (``fastvec.spaces.layout``).
   Envs write one byte record per env into ``rows`` (shared memory under
   ``SubprocVecEnv``); the batch is zero-copy views of the rows, copied out when
   ``copy=True``.
@@ -25,7 +25,7 @@ from gymnasium.vector.utils import concatenate, create_empty_array
 
 from fastvec._kernels.flatten import FieldTable
 from fastvec._kernels.rows import gather_rows
-from fastvec._layout import Layout, batch_views, copy_tree, layout_of
+from fastvec.spaces.layout import Layout, batch_views, copy_tree, layout_of
 from fastvec.errors import ObjectSpaceWarning
 
 __all__ = ["ObjectStore", "ObsStore", "RecordStore", "make_obs_store"]

@@ -11,7 +11,7 @@ As Gymnasium's ``SyncVectorEnv``/``AsyncVectorEnv`` take it:
   every env's space must have the single space's shapes and dtypes.
 
 Every env writes its observations into the record layout of the single space
-(``fastvec._layout``), and a worker lays out its records by its own first env's
+(``fastvec.spaces.layout``), and a worker lays out its records by its own first env's
 space, so apart from ``"same"`` fastvec needs every env's space to have the
 single space's *layout*: the same space types, ``Dict`` keys in the same order,
 ``Tuple`` lengths, and leaf shapes and dtypes.  Bounds may differ: records hold
@@ -27,7 +27,7 @@ from gymnasium import spaces
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector.utils import batch_differing_spaces
 
-from fastvec._layout import leaf_name
+from fastvec.spaces.layout import leaf_name
 from fastvec.errors import SpacesMismatchError
 
 __all__ = ["ObservationMode", "check_observation_mode", "observation_spaces",

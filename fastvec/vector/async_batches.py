@@ -1,4 +1,7 @@
-"""Async batches for SubprocVecEnv: ``recv`` the first blocks done, ``send`` to exactly those.
+"""Async batches (EnvPool style): ``recv`` the first blocks done, ``send`` to exactly those.
+
+Written once, for ``SubprocVecEnv`` and ``RayVecEnv``: :class:`RemoteVecEnv` is
+their common base, and :class:`AsyncBatches` keeps the blocks' state.
 
 A batch is made of whole worker blocks.  Each worker is *in flight* (a command
 posted, result not yet received), *held* (result received, waiting for ``send``),
@@ -10,20 +13,24 @@ one batch buffer.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from fastvec._actions import ActionChecker
-from fastvec._episode_stats import EpisodeStats
-from fastvec._game_infos import add_game_infos
 from fastvec._kernels.stepping import Autoreset
-from fastvec._pool import Pool
 from fastvec.errors import NoAsyncCallError
+from fastvec.pool.base import Pool
+from fastvec.spaces.actions import ActionChecker
+from fastvec.vector.base import BatchedVecEnv
+from fastvec.vector.call_state import CallState, guarded
+from fastvec.vector.episode_stats import EpisodeStats
+from fastvec.vector.game_infos import add_game_infos
 
-__all__ = ["AsyncBatches", "check_batch_size", "check_positive"]
+__all__ = ["AsyncBatches", "RemoteVecEnv", "check_batch_size", "check_positive"]
 
 
 def check_positive(batch_size: int | None) -> None:
@@ -63,8 +70,8 @@ def check_batch_size(batch_size: int | None, num_envs: int, num_workers: int,
 class AsyncBatches:
     """Which worker blocks are in flight or held, and the batches ``recv`` hands out.
 
-    Owned by ``SubprocVecEnv``, which checks the call state and parses seeds and
-    masks; this object talks to the pool and reads the batch buffers.
+    Owned by a :class:`RemoteVecEnv`, which checks the call state and parses seeds
+    and masks; this object talks to the pool and reads the batch buffers.
     """
 
     def __init__(self, pool: Pool, batch_size: int, mode_code: int,
@@ -91,7 +98,7 @@ class AsyncBatches:
         self.sent_bytes = b""
 
     def reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> None:
-        """Start resetting every env (or those in ``mask``); see ``SubprocVecEnv.async_reset``."""
+        """Start resetting every env (or those in ``mask``); see ``RemoteVecEnv.async_reset``."""
         blocks = [w for w, (a, b) in enumerate(self.bounds) if mask is None or mask[a:b].any()]
         if mask is None:
             self._drain()
@@ -122,13 +129,13 @@ class AsyncBatches:
             self.in_flight[:] = False
 
     def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict, np.ndarray]:
-        """The first ready batch; see ``SubprocVecEnv.recv``."""
+        """The first ready batch; see ``RemoteVecEnv.recv``."""
         flying = np.flatnonzero(self.in_flight).tolist()
         if not flying:
             raise NoAsyncCallError("recv() called with no envs in flight; call async_reset() "
                                    "or send() first", "recv")
         want = min(self.batch_size // self.block_size, len(flying))
-        chosen, entries = self.pool.collect(flying, "a batch", want)
+        chosen, infos = self.pool.collect(flying, "a batch", want, compact=True)
         self.in_flight[chosen] = False
         self.any_in_flight = len(chosen) < len(flying)
         self.held[chosen] = True
@@ -139,11 +146,6 @@ class AsyncBatches:
         else:
             env_ids = np.concatenate([np.arange(*self.bounds[w]) for w in chosen])
             rows = env_ids
-        infos = {}
-        if entries:
-            position = {int(e): k for k, e in enumerate(env_ids)}
-            infos = self.pool.batch_infos([(position[i], info) for i, info in entries],
-                                          len(env_ids), position)
         if self.games:
             add_game_infos(infos, self.buffers, rows)
         if self.stats is not None:
@@ -158,7 +160,7 @@ class AsyncBatches:
                 env_ids)
 
     def send(self, actions: Any, env_ids: Any) -> None:
-        """Step exactly the envs ``env_ids``; see ``SubprocVecEnv.send``."""
+        """Step exactly the envs ``env_ids``; see ``RemoteVecEnv.send``."""
         ids, blocks = self._check_env_ids(env_ids)
         checker = self.checkers.get(len(ids))
         if checker is None:
@@ -205,3 +207,99 @@ class AsyncBatches:
                                  f"envs: worker {w} holds envs {a}..{b - 1}, got "
                                  f"{ids.tolist()}")
         return ids.astype(np.int64), blocks
+
+
+class RemoteVecEnv(BatchedVecEnv):
+    """Base of the vector envs whose envs run in other processes (``SubprocVecEnv``,
+    ``RayVecEnv``): async batches, and waits with their own time limit.
+
+    Async batches (``async_reset`` / ``recv`` / ``send``) are written once here, over
+    an :class:`AsyncBatches` of the pool's blocks.
+    """
+
+    def _start_batches(self) -> None:
+        """Async batches over the pool's blocks (call once the pool is set up)."""
+        assert self._pool is not None
+        self._batches = AsyncBatches(self._pool, self.batch_size, self._mode_code,
+                                     self.single_action_space, self._stats, self._games)
+
+    @guarded("async_reset")
+    def async_reset(self, seed: int | list | None = None, options: dict | None = None) -> None:
+        """Start resetting every env (or those in ``options["reset_mask"]``); ``recv`` the result.
+
+        Envs still in flight are waited for and their results dropped (without a
+        mask); with a mask, the masked envs' workers must not be in flight.
+
+        Args:
+            seed: an int (env ``i`` gets ``seed + i``), a list of per-env seeds, or None.
+            options: passed to every env's ``reset``; ``"reset_mask"`` (a bool array of
+                ``num_envs``) resets only those envs (``autoreset_mode="Disabled"``).
+
+        Raises:
+            AlreadyPendingCallError: a ``step_async`` is pending.
+            ValueError: the mask selects envs that are in flight.
+        """
+        seeds, mask = self._reset_args(seed, options)
+        self._batches.reset(seeds, options, mask)
+        self._state = CallState.IN_FLIGHT
+
+    @guarded("recv")
+    def recv(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict, np.ndarray]:
+        """The first ready batch: ``(obs, rewards, terminations, truncations, infos, env_ids)``.
+
+        Waits until blocks holding ``batch_size`` envs have finished and takes them in
+        the order they finished (a finished block is never passed over by one that
+        finished after it).  A second ``recv`` without ``send`` returns the next ready
+        batch.
+
+        Returns:
+            The batch's arrays, each of length ``batch_size`` (fewer when fewer envs
+            are in flight), infos in Gymnasium's
+            dict-of-arrays form for those envs, and ``env_ids`` (int64, ascending):
+            which envs the batch holds, in its order.
+
+        Raises:
+            NoAsyncCallError: no envs are in flight (call ``async_reset`` or ``send``).
+            WorkerError, WorkerTimeout: as for ``step``.
+        """
+        batch = self._batches.recv()
+        if not self._batches.any_in_flight:
+            self._state = CallState.IDLE
+        return batch
+
+    @guarded("send")
+    def send(self, actions: Any, env_ids: Any) -> None:
+        """Step exactly the envs ``env_ids`` (whole worker blocks returned by ``recv``).
+
+        Args:
+            actions: one action per env of ``env_ids``, in that order (a batch of the
+                action space for ``len(env_ids)`` envs).
+            env_ids: the ids ``recv`` returned (or whole worker blocks of them).
+
+        Raises:
+            ValueError: bad actions, or ids out of range, repeated, not whole worker
+                blocks, not received yet, or already in flight; nothing is sent.
+        """
+        self._batches.send(actions, env_ids)
+        self._state = CallState.IN_FLIGHT
+
+    @contextlib.contextmanager
+    def _wait_limit(self, timeout: float | None) -> Iterator[None]:
+        pool = self._pool
+        if timeout is None or pool is None:
+            yield
+            return
+        pool.wait_timeout = timeout
+        try:
+            yield
+        finally:
+            pool.wait_timeout = None
+
+    def _pending_blocks(self) -> list[int]:
+        if self._state is CallState.IN_FLIGHT:
+            return np.flatnonzero(self._batches.in_flight).tolist()
+        return super()._pending_blocks()
+
+    def _forget_buffers(self) -> None:
+        super()._forget_buffers()
+        self.__dict__.pop("_batches", None)

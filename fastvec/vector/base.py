@@ -1,11 +1,11 @@
-"""What every fastvec vector env shares: the call state, the step and reset API, outputs.
+"""What every fastvec vector env shares: the call guard, the step and reset API, outputs.
 
-A vector env owns a pool of blocks (``fastvec._pool``) that runs its envs
-somewhere and writes their results into its :class:`~fastvec._buffers.Buffers`.
-This class checks arguments and actions, keeps the call state
-(``fastvec._call_state``), the autoreset and episode-statistics state, and builds
-Gymnasium's outputs; ``fastvec._env_calls`` adds ``call``/``get_attr``/... over
-the pool's control calls.
+A vector env owns a pool of blocks (:mod:`fastvec.pool`) that runs its envs
+somewhere and writes their results into its buffers.  This class checks
+arguments and actions, keeps the call state (:mod:`fastvec.vector.call_state`),
+the autoreset and episode-statistics state, and builds Gymnasium's outputs;
+:mod:`fastvec.vector.env_calls` adds ``call``/``get_attr``/... over the pool's
+control calls, and :mod:`fastvec.vector.split_calls` the calls in two parts.
 """
 
 from __future__ import annotations
@@ -15,23 +15,22 @@ from collections.abc import Callable
 from typing import Any, NoReturn
 
 import numpy as np
-from gymnasium import spaces
 from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
-from fastvec._actions import ActionChecker
-from fastvec._arguments import mode_code, parse_autoreset_mode, reset_args
-from fastvec._buffers import Buffers
-from fastvec._call_state import CallState, check_call, refuse_concurrent_call
-from fastvec._env_calls import EnvCalls
-from fastvec._failure_policy import Restarts
-from fastvec._episode_stats import EpisodeStats
 from fastvec._kernels.stepping import Autoreset
-from fastvec._game_infos import add_game_infos, check_whole_games
-from fastvec._layout import Layout
-from fastvec._pool import Pool
-from fastvec._split_calls import SplitCalls
 from fastvec.errors import ClosedEnvError
+from fastvec.pool.base import Pool
+from fastvec.pool.buffers import Buffers
+from fastvec.pool.restarts import Restarts
+from fastvec.spaces.actions import ActionChecker
+from fastvec.spaces.layout import Layout
+from fastvec.vector.arguments import mode_code, parse_autoreset_mode, reset_args
+from fastvec.vector.call_state import CallState, check_call, guarded, refuse_concurrent_call
+from fastvec.vector.env_calls import EnvCalls
+from fastvec.vector.episode_stats import EpisodeStats
+from fastvec.vector.game_infos import add_game_infos, check_whole_games
+from fastvec.vector.split_calls import SplitCalls
 
 __all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
 
@@ -66,56 +65,38 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
     _pool: Pool | None = None
     batch_size: int
 
-    def _setup(
-        self,
-        num_envs: int,
-        single_observation_space: spaces.Space,
-        single_action_space: spaces.Space,
-        metadata: dict[str, Any],
-        render_mode: str | None,
-        autoreset_mode: AutoresetMode | str,
-        copy: bool,
-        episode_statistics: bool,
-        agents: tuple[str, ...] | None = None,
-        observation_space: spaces.Space | None = None,
-    ) -> None:
-        """Set the spaces, modes and the action checker (before the pool exists).
-
-        ``agents``: for multi-agent games, the agent of each seat (``num_envs``
-        counts rows, one per seat of each game); None for single-agent envs.
-        ``observation_space``: the batched observation space, when it is not
-        ``batch_space`` of the single one (``observation_mode`` other than "same").
-        """
+    def _setup(self, pool: Pool, autoreset_mode: AutoresetMode, copy: bool,
+               episode_statistics: bool) -> None:
+        """Take the spaces and the batch from ``pool`` (built with ``autoreset_mode``)."""
+        about = pool.about
+        num_envs = pool.num_rows  # rows: one per env, one per seat of a game
         self.num_envs = num_envs
-        self._games = agents is not None
-        self.agents = tuple(agents) if agents is not None else ("agent_0",)
+        self._games = about.agents is not None
+        self.agents = tuple(about.agents) if about.agents is not None else ("agent_0",)
         seats = len(self.agents)
         self.num_games = num_envs // seats
         self.game_of_row = np.repeat(np.arange(self.num_games, dtype=np.int64), seats)
         self.seat_of_row = np.tile(np.arange(seats, dtype=np.int64), self.num_games)
         self.batch_size = getattr(self, "batch_size", num_envs)
-        self.autoreset_mode = parse_autoreset_mode(autoreset_mode)
-        self._mode_code = mode_code(self.autoreset_mode)
+        self.autoreset_mode = autoreset_mode
+        self._mode_code = mode_code(autoreset_mode)
         self.copy = bool(copy)
         self.episode_statistics = bool(episode_statistics)
-        self.metadata = dict(metadata)
+        self.metadata = dict(about.metadata)
         self.metadata["autoreset_mode"] = self.autoreset_mode
-        self.render_mode = render_mode
-        self.single_observation_space = single_observation_space
-        self.observation_space = batch_space(single_observation_space, num_envs) \
-            if observation_space is None else observation_space
-        self.single_action_space = single_action_space
-        self.action_space = batch_space(single_action_space, num_envs)
-        self._actions = ActionChecker(single_action_space, self.action_space, num_envs)
+        self.render_mode = about.render_mode
+        single, batched = pool.observation_spaces
+        self.single_observation_space = single
+        self.observation_space = batch_space(single, num_envs) if batched is None else batched
+        self.single_action_space = about.action_space
+        self.action_space = batch_space(about.action_space, num_envs)
+        self._actions = ActionChecker(about.action_space, self.action_space, num_envs)
         self._stats = EpisodeStats(num_envs, self._games) if self.episode_statistics else None
         lock = threading.Lock()  # held by the call in progress (see _enter)
         self._acquire, self._leave = lock.acquire, lock.release
         self._caller = (0, "")  # the thread and call holding it
-
-    def _use_pool(self, pool: Pool) -> None:
-        """Run the envs in ``pool``; its buffers hold the batch."""
         self._pool = pool
-        self._restarts: Restarts | None = getattr(pool, "restarts", None)  # kept after close
+        self._restarts: Restarts | None = pool.restarts  # kept after close
         self._all_blocks = range(pool.num_blocks)
         self._buffers: Buffers = pool.buffers
         self.layout: Layout | None = pool.buffers.obs.layout
@@ -141,10 +122,20 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         """How many restarts happened in all (a restart rebuilds one block of envs)."""
         return 0 if self._restarts is None else self._restarts.total
 
+    def _guarded(self, call: str, work: Callable[..., Any], *args: Any) -> Any:
+        """Run ``work(*args)`` as the public call ``call``: the one guard every public
+        method passes (see :func:`fastvec.vector.call_state.guarded`)."""
+        self._enter(call)
+        try:
+            return work(*args)
+        except Exception as exc:
+            self._failed(exc)
+        finally:
+            self._leave()
+
     def _enter(self, call: str) -> None:
-        """The guard every public method passes: no other call in progress (another
-        thread's), the call state, then the pool's health.  The caller must
-        ``self._leave()`` when it is done (in a ``finally``)."""
+        """No other call in progress (another thread's), the call state, then the pool's
+        health; holds the call lock until ``_leave``."""
         if not self._acquire(False):
             refuse_concurrent_call(type(self).__name__, call, *self._caller)
         self._caller = (_get_ident(), call)
@@ -177,6 +168,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
 
     # -- the Gymnasium API -----------------------------------------------------------
 
+    @guarded("reset")
     def reset(
         self,
         *,
@@ -213,15 +205,6 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
             >>> obs, infos = envs.reset(options={"reset_mask": np.array([True, False])})
             >>> envs.close()
         """
-        self._enter("reset")
-        try:
-            return self._reset(seed, options)
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
-
-    def _reset(self, seed: Any, options: dict[str, Any] | None) -> tuple[Any, dict[str, Any]]:
         return self._finish_reset(*self._post_reset(seed, options))
 
     def _post_reset(self, seed: Any, options: dict[str, Any] | None
@@ -239,18 +222,18 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
                       ) -> tuple[Any, dict[str, Any]]:
         pool = self._pool
         assert pool is not None  # set in __init__
-        _, entries = pool.collect(blocks, "a reset", restart_truncates=False)
+        _, infos = pool.collect(blocks, "a reset", restart_truncates=False)
         where = slice(None) if mask is None else mask
         self._buffers.terminations[where] = False
         self._buffers.truncations[where] = False
         self._buffers.needs_reset[where] = False
         if self._stats is not None:
             self._stats.reset(mask)
-        infos = pool.batch_infos(entries, self.num_envs) if entries else {}
         if self._games:
             add_game_infos(infos, self._buffers, slice(None))
         return self._buffers.obs.observations(), infos
 
+    @guarded("step_async")
     def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Step every env with its action; auto-reset as ``autoreset_mode`` says.
 
@@ -290,14 +273,8 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
             (array([1., 1.]), array([False, False]), {})
             >>> envs.close()
         """
-        self._enter("step_async")
-        try:
-            self._post_step(actions)
-            return self._finish_step()
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
+        self._post_step(actions)
+        return self._finish_step()
 
     def _post_step(self, actions: Any) -> None:
         checked = self._actions.check(actions)
@@ -312,8 +289,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
 
     def _finish_step(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         assert self._pool is not None  # set in __init__
-        _, entries = self._pool.collect(self._all_blocks, "a step")
-        infos = self._pool.batch_infos(entries, self.num_envs) if entries else {}
+        _, infos = self._pool.collect(self._all_blocks, "a step")
         buffers = self._buffers
         if self._games:
             add_game_infos(infos, buffers, slice(None))
@@ -329,21 +305,19 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
 
     def _call_each(self, fn: Callable[..., Any], indices: list[int],
                    args_per_env: list[tuple] | None, what: str) -> tuple[Any, ...]:
-        self._enter(what)
-        try:
-            assert self._pool is not None  # set in __init__
-            order = sorted(range(len(indices)), key=indices.__getitem__)
-            targets = [indices[k] for k in order]
-            args = None if args_per_env is None else [args_per_env[k] for k in order]
-            results = self._pool.control(fn, targets, args, f"{what}()")
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
+        order = sorted(range(len(indices)), key=indices.__getitem__)
+        targets = [indices[k] for k in order]
+        args = None if args_per_env is None else [args_per_env[k] for k in order]
+        results = self._guarded(what, self._control, fn, targets, args, f"{what}()")
         out: list[Any] = [None] * len(indices)
         for k, value in zip(order, results, strict=True):
             out[k] = value
         return tuple(out)
+
+    def _control(self, fn: Callable[..., Any], targets: list[int],
+                 args: list[tuple] | None, what: str) -> list:
+        assert self._pool is not None  # set in __init__
+        return self._pool.control(fn, targets, args, what)
 
     def close_extras(self, timeout: float | None = None, terminate: bool = False,
                      **kwargs: Any) -> None:

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fastvec._kernels.infos import add_info, batch_block_infos, batch_infos
-from fastvec._protocol import BlockReply, InfoSchema, Status
+from fastvec.pool.process.protocol import BlockReply, InfoSchema, Status
 
 __all__ = ["INFO_BYTES", "Block", "InfoReader", "InfoWriter", "Mismatch", "area_views",
            "batch_entries", "fetch_raw", "leaves_of", "read_block", "schema_of",

@@ -7,18 +7,10 @@ from collections.abc import Callable, Sequence
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
-from fastvec._base import BatchedVecEnv
-from fastvec._buffers import Buffers, rows_of
-from fastvec._games import describe
-from fastvec._obs_store import make_obs_store
-from fastvec._observation_mode import (
-    ObservationMode,
-    check_observation_mode,
-    observation_spaces,
-    same_space_hint,
-)
-from fastvec._pool import LocalPool
-from fastvec.errors import SpacesMismatchError
+from fastvec.pool.build import local_pool
+from fastvec.spaces.observation_mode import ObservationMode, check_observation_mode
+from fastvec.vector.arguments import mode_code, parse_autoreset_mode
+from fastvec.vector.base import BatchedVecEnv
 
 __all__ = ["SyncVecEnv"]
 
@@ -76,31 +68,15 @@ class SyncVecEnv(BatchedVecEnv):
         episode_statistics: bool = False,
         observation_mode: ObservationMode = "same",
     ) -> None:
+        mode = parse_autoreset_mode(autoreset_mode)
         check_observation_mode(observation_mode)
         self.observation_mode = observation_mode
         self.env_fns = env_fns
         self.envs: list[gym.Env] = [env_fn() for env_fn in env_fns]
-        if not self.envs:
-            raise ValueError("expected at least one env function, got none")
-        about = describe(self.envs)
-        first_obs, first_act, first_agents = about.env_spaces[0]
-        same = observation_mode == "same"
-        for index, (obs_space, act_space, agents) in enumerate(about.env_spaces[1:], start=1):
-            if same and obs_space != first_obs:
-                raise SpacesMismatchError(f"env {index} has observation space {obs_space}, "
-                                          f"expected {first_obs} (as env 0){same_space_hint}")
-            if act_space != first_act:
-                raise SpacesMismatchError(f"env {index} has action space {act_space}, "
-                                          f"expected {first_act} (as env 0)")
-            if agents != first_agents:
-                raise SpacesMismatchError(f"env {index} has agents {agents}, expected "
-                                          f"{first_agents} (as env 0)")
-        single, batched = observation_spaces(
-            observation_mode, [triple[0] for triple in about.env_spaces],
-            games=about.agents is not None)
-        self._setup(rows_of(self.envs), single, about.action_space,
-                    about.metadata, about.render_mode, autoreset_mode, copy,
-                    episode_statistics, about.agents, batched)
-        store = make_obs_store(single, self.num_envs, self.copy, fresh_rows=True)
-        self._use_pool(LocalPool(self.envs, Buffers.allocate(store, self.num_envs),
-                                 self._mode_code))
+        try:
+            pool = local_pool(self.envs, mode_code(mode), bool(copy), observation_mode)
+        except BaseException:
+            for env in self.envs:
+                env.close()
+            raise
+        self._setup(pool, mode, copy, episode_statistics)

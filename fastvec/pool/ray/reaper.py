@@ -10,7 +10,7 @@ the trainer is gone it kills those still running.  The trainer's other children
 are left alone.  :func:`stop` ends the reaper after a normal shutdown.  Linux only (it
 reads ``/proc``); elsewhere both are no-ops.
 
-Run as ``python -m fastvec._ray_reaper TRAINER_PID``.
+Run as ``python -m fastvec.pool.ray.reaper TRAINER_PID``.
 """
 
 from __future__ import annotations
@@ -97,7 +97,7 @@ def watch() -> None:
     if _reaper is not None or not os.path.isdir("/proc/self"):
         return
     _reaper = subprocess.Popen(
-        [sys.executable, "-m", "fastvec._ray_reaper", str(os.getpid())],
+        [sys.executable, "-m", "fastvec.pool.ray.reaper", str(os.getpid())],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         start_new_session=True, close_fds=True)
 

@@ -14,14 +14,13 @@ from contextlib import contextmanager
 from multiprocessing.reduction import ForkingPickler, send_handle
 from typing import Any
 
-from fastvec import _worker
-from fastvec._protocol import RemoteTraceback, Stop
+from fastvec.pool.process import worker as _worker
+from fastvec.pool.base import SLICE_SECONDS
+from fastvec.pool.process.protocol import Stop
+from fastvec.pool.reports import RemoteTraceback
 from fastvec.errors import WorkerError, WorkerTimeout
 
 __all__ = ["WorkerProcess", "describe_exit", "send_all"]
-
-SLICE_SECONDS = 0.02  # how often waits return to check liveness and deadlines
-
 
 def describe_exit(exitcode: int | None) -> str:
     """``-9`` -> ``"was killed by SIGKILL"``; ``1`` -> ``"exited with code 1"``."""
@@ -38,11 +37,15 @@ def describe_exit(exitcode: int | None) -> str:
 class WorkerProcess:
     """One worker process and the parent's end of its control pipe.
 
-    ``first``: the index of its first env (game) in the vector env, for messages.
+    ``index``: the worker's number, as messages name it; ``block``: the pool's block
+    it steps (its line in the barrier); ``first``: the index of its first env (game)
+    in the vector env, for messages.
     """
 
-    def __init__(self, ctx: Any, index: int, first: int, env_fns_bytes: bytes) -> None:
+    def __init__(self, ctx: Any, index: int, block: int, first: int,
+                 env_fns_bytes: bytes) -> None:
         self.index = index
+        self.block = block
         self.attached = False  # True once it serves commands through the barrier
         self.conn, child_conn = ctx.Pipe()
         # Linux sends the parent-death signal when the *thread* that started a process

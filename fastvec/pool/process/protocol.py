@@ -5,8 +5,9 @@ as a :class:`Command`; the worker answers with a :class:`Status` in the same
 barrier.  Anything that carries Python objects travels as one of the named
 messages below, pickled over the worker's control pipe:
 
-start-up   worker -> :class:`Hello`; parent -> :class:`Attach` + the block's fd;
-           worker -> :class:`Ready` (or an :class:`ErrorReport` at any point).
+start-up   worker -> an ``About`` (``fastvec.pool.about``: what it built); parent ->
+           :class:`Attach` + the block's fd; worker -> :class:`Ready` (or an
+           ``ErrorReport`` of ``fastvec.pool.reports`` at any point).
 RESET      parent -> :class:`ResetRequest`; worker -> a :class:`BlockReply` when
            there are infos or object observations, else just ``Status.OK``.
 STEP       actions are in the shared block (or a :class:`StepActions` message for
@@ -14,22 +15,19 @@ STEP       actions are in the shared block (or a :class:`StepActions` message fo
            ``Status.INFOS`` (infos in its info area) or a :class:`BlockReply`.
 CONTROL    parent -> :class:`ControlRequest` (or :class:`ResendInfos`); worker ->
            :class:`ControlReply`.
+Any command may be answered with ``Status.ERROR`` and an ``ErrorReport``.
 CLOSE      no message; the worker closes its envs and exits.
 """
 
 from __future__ import annotations
 
 import os
-import traceback
 from enum import IntEnum
 from typing import Any, NamedTuple
 
-from fastvec.errors import ObservationError, SpacesMismatchError
-
 __all__ = [
-    "Attach", "BlockReply", "Command", "ControlReply", "ControlRequest", "ErrorReport",
-    "Hello", "InfoSchema", "Ready", "Region", "RemoteTraceback", "ResendInfos", "ResetRequest",
-    "Status", "StepActions", "Stop", "rebuild_mistake", "report_error",
+    "Attach", "BlockReply", "Command", "ControlReply", "ControlRequest", "InfoSchema", "Ready",
+    "Region", "ResendInfos", "ResetRequest", "Status", "StepActions", "Stop", "spin_budget_us",
 ]
 
 InfoSchema = tuple[tuple[tuple[str, ...], str, tuple[int, ...]], ...]
@@ -90,27 +88,14 @@ class Region:
 
 # -- start-up --------------------------------------------------------------------------
 
-class Hello(NamedTuple):
-    """A worker built its envs: the first env's spaces and every env's, for checking.
-
-    ``agents``: for games, the agent of each seat (a game fills one row per seat);
-    None for single-agent envs.
-    """
-
-    observation_space: Any
-    action_space: Any
-    metadata: dict
-    render_mode: str | None
-    env_spaces: list[tuple[Any, Any, tuple[str, ...]]]
-    agents: tuple[str, ...] | None = None
-
-
 class Attach(NamedTuple):
-    """Where the worker's block sits in the shared block (its fd follows)."""
+    """Where the worker's block sits in the shared block (its fd follows): its first row,
+    its line in the barrier and its info area (``block``)."""
 
-    plan: Any  # fastvec._shm.BlockPlan
-    first_env: int
-    num_workers: int
+    plan: Any  # fastvec.pool.process.shm.BlockPlan
+    first_row: int
+    block: int
+    num_blocks: int
     autoreset_mode: int
 
 
@@ -120,55 +105,6 @@ class Ready(NamedTuple):
 
 class Stop(NamedTuple):
     """Exit before attaching (the parent gave up on start-up)."""
-
-
-class ErrorReport(NamedTuple):
-    """An exception where the envs run; ``env_index`` counts from the block's first env.
-
-    ``mistake``: the name of the fastvec error to raise as it is in the trainer (a
-    mistake in what the user handed over: an observation that does not fit, spaces
-    or agents fastvec cannot batch), or None for an env that failed (a
-    ``WorkerError`` in the trainer).
-    """
-
-    env_index: int | None
-    type_name: str
-    message: str
-    traceback: str
-    mistake: str | None
-
-
-class RemoteTraceback(Exception):
-    """The traceback of an exception raised in a worker (attached as ``__cause__``)."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(text)
-        self.text = text
-
-    def __str__(self) -> str:
-        return f'\n"""\n{self.text}"""'
-
-
-_MISTAKES = {cls.__name__: cls for cls in (ObservationError, SpacesMismatchError)}
-
-
-def report_error(exc: BaseException, env_index: int | None,
-                 message: str | None = None) -> ErrorReport:
-    """``exc`` as an :class:`ErrorReport` (``message``: its text, if not ``str(exc)``)."""
-    text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-    name = type(exc).__name__
-    return ErrorReport(env_index, name, str(exc) if message is None else message, text,
-                       name if _MISTAKES.get(name) is type(exc) else None)
-
-
-def rebuild_mistake(report: ErrorReport) -> BaseException | None:
-    """The user's mistake ``report`` stands for, as its own class with the remote traceback
-    as ``__cause__``; None if the report is of an env that failed."""
-    if report.mistake is None:
-        return None
-    exc = _MISTAKES[report.mistake](report.message)
-    exc.__cause__ = RemoteTraceback(report.traceback)
-    return exc
 
 
 # -- commands --------------------------------------------------------------------------

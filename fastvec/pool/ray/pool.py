@@ -1,14 +1,14 @@
 """RayPool: one Ray actor per block of envs, one remote call per actor per step.
 
-The trainer's side of ``fastvec._ray_actor``.  Each block's actor hosts a
-fastvec vector env over the block (``inner="sync"`` or ``"subproc"``); a step
+The trainer's side of :mod:`fastvec.pool.ray.actor`.  Each block's actor hosts
+its block in a pool of its own (``inner="sync"`` or ``"subproc"``); a step
 posts one ``step`` call per actor with the block's slice of the checked actions
 and ``collect`` waits for the replies with ``ray.wait`` (earliest posted first,
 so async batches take the first actors ready without starving the others),
 then copies each packed reply into the trainer's buffers.  Ray's object store
 carries large replies (read in place on the same node).
 
-Failures follow ``fastvec._pool``'s policy: an env that raised comes back as an
+Failures follow ``fastvec.pool.base``'s policy: an env that raised comes back as an
 ``ErrorReport`` (a ``WorkerError`` naming the env and the actor, the remote
 traceback as ``__cause__``); an actor whose call fails inside Ray (its process
 or node died) is a ``WorkerError`` too and leaves the pool unusable, unless
@@ -17,7 +17,6 @@ or node died) is a ``WorkerError`` too and leaves the pool unusable, unless
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -26,65 +25,21 @@ import cloudpickle
 import numpy as np
 from gymnasium import spaces
 
-from fastvec._actions import ActionChecker
-from fastvec._buffers import Buffers
-from fastvec._failure_policy import DEFAULT_MAX_RESTARTS, Restarts
-from fastvec._games import check_blocks
-from fastvec._layout import layout_of
-from fastvec._obs_store import make_obs_store
-from fastvec import _ray_reaper
-from fastvec._pool import Entries, Pool
-from fastvec._protocol import ErrorReport, Hello, RemoteTraceback, rebuild_mistake
-from fastvec._ray_actor import FLAGS, BlockHost, unpack
 from fastvec.errors import WorkerError, WorkerTimeout
+from fastvec.pool.about import About, check_blocks
+from fastvec.pool.base import CLOSE_GRACE_SECONDS, SLICE_SECONDS, STARTUP_SECONDS, Entries, Pool
+from fastvec.pool.buffers import Buffers
+from fastvec.pool.obs_store import make_obs_store
+from fastvec.pool.ray.actor import FLAGS, BlockHost, unpack
+from fastvec.pool.ray.session import stop_local_ray
+from fastvec.pool.reports import ErrorReport, RemoteTraceback, rebuild_mistake
+from fastvec.pool.restarts import Restarts
+from fastvec.spaces.actions import ActionChecker
+from fastvec.spaces.layout import layout_of
 
-__all__ = ["RayPool", "start_local_ray", "stop_local_ray", "take_rows"]
+__all__ = ["RayPool", "take_rows"]
 
-STARTUP_SECONDS = 300.0  # building envs may be slow, but not forever
-SLICE_SECONDS = 0.1  # how often a wait returns to check the deadline
-CLOSE_GRACE_SECONDS = 2.0
-LOOPBACK_VAR = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"  # "0": Ray's single-machine mode
 DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0}
-
-
-def start_local_ray() -> bool:
-    """Start a loopback-only, single-machine Ray unless one is up; whether this started it.
-
-    An unauthenticated Ray must never listen on the network: the Ray fastvec starts
-    binds 127.0.0.1 (Ray's single-machine mode, ``RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0``)
-    and has no dashboard.  Joining a cluster is the trainer's own ``ray.init(address=...)``.
-    """
-    import ray
-    from ray._private import ray_constants
-
-    if ray.is_initialized():
-        return False
-    # Ray reads the variable when it is imported (here, and in the processes it starts);
-    # the trainer may have imported Ray before, so its constant is set for the start too.
-    # Both are put back afterwards: a later ray.init(address=...) of the trainer's own
-    # must not be confined to this machine.
-    saved_env = os.environ.get(LOOPBACK_VAR)
-    saved_constant = ray_constants.ENABLE_RAY_CLUSTER
-    if saved_env is None:
-        os.environ[LOOPBACK_VAR] = "0"
-    if os.environ[LOOPBACK_VAR] == "0":
-        ray_constants.ENABLE_RAY_CLUSTER = False
-    try:
-        ray.init(address="local", _node_ip_address="127.0.0.1", include_dashboard=False)
-    finally:
-        ray_constants.ENABLE_RAY_CLUSTER = saved_constant
-        if saved_env is None:
-            os.environ.pop(LOOPBACK_VAR, None)
-    _ray_reaper.watch()  # ends that Ray if this process dies without close()
-    return True
-
-
-def stop_local_ray() -> None:
-    """Shut down the Ray :func:`start_local_ray` started, and its reaper."""
-    import ray
-
-    ray.shutdown()
-    _ray_reaper.stop()
 
 
 def take_rows(space: spaces.Space, batch: Any, rows: slice | np.ndarray) -> Any:
@@ -102,27 +57,27 @@ def take_rows(space: spaces.Space, batch: Any, rows: slice | np.ndarray) -> Any:
 
 
 class RayPool(Pool):
-    """Ray actors, one per block of ``bounds``, each hosting its block in a vector env.
+    """Ray actors, one per block of ``bounds``, each hosting its block in a pool of its own.
 
     ``bounds`` count env functions; for games, which fill one row per seat, the
     pool's ``bounds`` count rows once the actors have said what they built
-    (``unit_bounds`` keeps the env functions' blocks).  After construction
-    ``hello`` holds the envs' spaces, metadata and render mode.
+    (``unit_bounds`` keeps the env functions' blocks).  ``mode`` is the kernels'
+    autoreset code.
     """
 
     owner = "RayVecEnv"
 
     def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], inner: str,
-                 mode: Any, copy: bool, actor_options: dict | None, inner_options: dict | None,
+                 mode: int, copy: bool, actor_options: dict | None, inner_options: dict | None,
                  timeout: float | None, on_failure: str, started_ray: bool = False,
-                 max_restarts: int | None = DEFAULT_MAX_RESTARTS) -> None:
+                 restarts: Restarts | None = None) -> None:
         import ray
 
         self._ray = ray
         self.bounds = self.unit_bounds = bounds
         self.timeout = timeout
         self.on_failure = on_failure
-        self.restarts = Restarts(len(env_fns), max_restarts)
+        self.restarts = restarts
         self._inner, self._mode, self._inner_options = inner, mode, inner_options
         self._options = {**DEFAULT_ACTOR_OPTIONS, **(actor_options or {})}
         self._actor_class = ray.remote(BlockHost)
@@ -136,10 +91,11 @@ class RayPool(Pool):
         try:
             for b in range(self.num_blocks):
                 self._actors[b] = self._start_actor(b)
-            hellos = self._hellos(range(self.num_blocks), "building its envs")
+            abouts = self._abouts(range(self.num_blocks), "building its envs")
             self._pids = self._ray.get([actor.pid.remote() for actor in self._actors])
-            self._check_spaces(hellos)
-            self.hello = hellos[0]
+            check_blocks(abouts)
+            self.count_rows(abouts[0])
+            self.observation_spaces = (self.about.observation_space, None)
             self._setup_buffers(copy)
         except BaseException:
             self.close(terminate=True)
@@ -171,27 +127,23 @@ class RayPool(Pool):
         self._placed[b] = node
         return NodeAffinitySchedulingStrategy(node, soft=False)
 
-    def _hellos(self, blocks: Sequence[int], what: str) -> list[Hello]:
+    def _abouts(self, blocks: Sequence[int], what: str) -> list[About]:
         for b in blocks:
-            self._refs[b] = self._actors[b].hello.remote()
+            self._refs[b] = self._actors[b].about.remote()
             self._posted_at[b] = time.monotonic()
-        replies = self._gather(list(blocks), what, deadline_seconds=STARTUP_SECONDS)
+        replies = self._wait(list(blocks), what, len(blocks), STARTUP_SECONDS)
         for b in blocks:
             if isinstance(replies[b], BaseException):
                 raise replies[b]
         return [replies[b] for b in blocks]
 
-    def _check_spaces(self, hellos: list[Hello]) -> None:
-        check_blocks(hellos)
-        self.count_rows(hellos[0])
-
     def _setup_buffers(self, copy: bool) -> None:
-        n = self.bounds[-1][1]
-        space = self.hello.observation_space
+        space = self.about.observation_space
         layout = layout_of(space)
         self._record_size = 0 if layout is None else layout.record_size
-        self._action_space = self.hello.action_space
-        self.buffers = Buffers.allocate(make_obs_store(space, n, copy), n)
+        self._action_space = self.about.action_space
+        self.buffers = Buffers.allocate(make_obs_store(space, self.num_rows, copy),
+                                        self.num_rows)
 
     # -- commands --------------------------------------------------------------------
 
@@ -214,19 +166,6 @@ class RayPool(Pool):
                 seeds[start:stop], options, None if mask is None else mask[start:stop])
             self._posted_at[b] = now
 
-    def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
-                restart_truncates: bool = True) -> tuple[list[int], Entries]:
-        replies = self._gather(list(blocks), what, want)
-        for b, reply in replies.items():
-            if not isinstance(reply, BaseException):
-                replies[b] = self._receive(b, reply)
-        return self.settle(replies, restart_truncates)
-
-    def drain(self, blocks: Sequence[int], what: str) -> None:
-        for b, reply in self._gather(list(blocks), what).items():
-            if not isinstance(reply, BaseException):
-                self._receive(b, reply)  # as a step would, so later results stay the same
-
     def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
                 what: str) -> list:
         fn_bytes = cloudpickle.dumps(fn)
@@ -241,7 +180,7 @@ class RayPool(Pool):
                 fn_bytes, [targets[k] - start for k in local], args)
             self._posted_at[b] = now
             blocks.append(b)
-        replies = self._gather(blocks, what)
+        replies = self._wait(blocks, what, len(blocks))
         failures = [replies[b] for b in blocks if isinstance(replies[b], BaseException)]
         if failures:  # the lowest env's first, whichever finished first
             self.note_dead(failures)
@@ -267,25 +206,27 @@ class RayPool(Pool):
 
     # -- waiting ---------------------------------------------------------------------
 
-    def _gather(self, blocks: list[int], what: str, want: int | None = None,
-                deadline_seconds: float | None = None) -> dict[int, Any]:
-        """Replies of ``want`` (default: all) of ``blocks``, earliest posted first.
+    def _wait(self, blocks: list[int], what: str, want: int,
+              limit: float | None = None) -> dict[int, Any]:
+        """Replies of ``want`` of ``blocks``: among the actors done, the one posted first
+        comes first.  ``limit``: seconds a call may take (default: the timeout).
 
         A reply is the actor's return value, or an exception (its env raised, or
         the actor died).  A timeout or an interrupt leaves the pool unusable.
         """
         try:
-            return self._wait(blocks, what, len(blocks) if want is None else want,
-                              deadline_seconds or self.timeout)
+            return self._ray_wait(blocks, what, want, limit or self.timeout)
         except BaseException as exc:
             if self.broken is None:
-                self.broken = f"{type(exc).__name__} while waiting for {what}"
+                self.broken = f"{type(exc).__name__} while waiting for {what}: {exc}"
             raise
 
-    def _wait(self, blocks: list[int], what: str, want: int, limit: float | None
-              ) -> dict[int, Any]:
+    def _ray_wait(self, blocks: list[int], what: str, want: int, limit: float | None
+                  ) -> dict[int, Any]:
         ray = self._ray
         by_ref = {self._refs[b]: b for b in sorted(blocks, key=self._posted_at.__getitem__)}
+        wait_deadline = float("inf") if self.wait_timeout is None else \
+            time.monotonic() + self.wait_timeout
         replies: dict[int, Any] = {}
         while len(replies) < want:
             ready, _ = ray.wait(list(by_ref), num_returns=want - len(replies),
@@ -293,13 +234,15 @@ class RayPool(Pool):
             for ref in ready:
                 b = by_ref.pop(ref)
                 replies[b] = self._value(b, ref, what)
-            if len(replies) < want and limit:
+            if len(replies) < want:
                 now = time.monotonic()
-                late = [b for b in by_ref.values() if now - self._posted_at[b] > limit]
+                late = [b for b in by_ref.values() if limit and now - self._posted_at[b] > limit]
                 if late:
-                    self.broken = f"an actor exceeded the {limit} s timeout"
                     raise WorkerTimeout(f"actors {sorted(late)} did not finish {what} within "
                                         f"timeout={limit} s")
+                if now > wait_deadline:
+                    raise WorkerTimeout(f"actors {sorted(by_ref.values())} did not finish "
+                                        f"{what} within the wait's timeout={self.wait_timeout} s")
         return replies
 
     def _value(self, b: int, ref: Any, what: str) -> Any:
@@ -315,9 +258,9 @@ class RayPool(Pool):
     def _died(self, b: int, exc: BaseException, what: str) -> WorkerError:
         start, stop = self.unit_bounds[b]
         self._dead.add(b)
-        error = WorkerError(f"actor {b} ({self.unit_name}s {start}..{stop - 1}) died during {what}: "
-                            f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}",
-                            worker_index=b)
+        first_line = str(exc).splitlines()[0] if str(exc) else ""
+        error = WorkerError(f"actor {b} ({self.unit_name}s {start}..{stop - 1}) died during "
+                            f"{what}: {type(exc).__name__}: {first_line}", worker_index=b)
         error.__cause__ = exc
         return error
 
@@ -345,12 +288,12 @@ class RayPool(Pool):
         self._dead.discard(b)
         self._actors[b] = self._start_actor(b, avoid=self._placed[b])
         try:
-            self._hellos([b], "building its envs after a restart")
+            self._abouts([b], "building its envs after a restart")
             self._pids[b] = self._ray.get(self._actors[b].pid.remote())
             start, stop = self.bounds[b]
             self._refs[b] = self._actors[b].reset.remote([None] * (stop - start), None, None)
             self._posted_at[b] = time.monotonic()
-            reply = self._gather([b], "a reset after restart")[b]
+            reply = self._wait([b], "a reset after restart", 1)[b]
         except BaseException:
             self.broken = f"actor {b} failed again right after a restart"
             raise

@@ -10,7 +10,7 @@ import time
 
 import numpy as np
 
-from fastvec._buffers import Buffers
+from fastvec.pool.buffers import Buffers
 from fastvec._kernels.autoreset import update_episode_stats
 
 __all__ = ["EpisodeStats"]

@@ -1,20 +1,20 @@
 """The calls in two parts: ``reset_async`` / ``reset_wait`` and ``step_async`` / ``step_wait``.
 
 Written once for every vector env, as Gymnasium's ``AsyncVectorEnv`` has them;
-each part passes the vector env's guard (``_enter`` / ``_leave``), and the work is
-the vector env's own (``_post_reset`` / ``_finish_reset``, ``_post_step`` /
-``_finish_step``), the same as the one-part ``reset`` and ``step`` use.
+each part passes the vector env's guard (:func:`~fastvec.vector.call_state.guarded`),
+and the work is the vector env's own (``_post_reset`` / ``_finish_reset``,
+``_post_step`` / ``_finish_step``), the same as the one-part ``reset`` and ``step`` use.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Callable
-from typing import Any, NoReturn
+from abc import ABC, abstractmethod
+from typing import Any
 
 import numpy as np
 
-from fastvec._call_state import CallState
+from fastvec.vector.call_state import CallState, guarded
 
 __all__ = ["SplitCalls", "check_wait_timeout"]
 
@@ -24,18 +24,28 @@ def check_wait_timeout(timeout: float | None) -> None:
         raise ValueError(f"expected a timeout in seconds >= 0 or None, got {timeout}")
 
 
-class SplitCalls:
+class SplitCalls(ABC):
     """``reset_async``/``reset_wait`` and ``step_async``/``step_wait`` of a vector env."""
 
     _state: CallState
-    _enter: Callable[[str], None]
-    _leave: Callable[[], None]
-    _failed: Callable[[Exception], NoReturn]
-    _post_reset: Callable[[Any, Any], tuple]
-    _finish_reset: Callable[[list[int], Any], tuple[Any, dict[str, Any]]]
-    _post_step: Callable[[Any], None]
-    _finish_step: Callable[[], tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]]
 
+    @abstractmethod
+    def _post_reset(self, seed: Any, options: Any) -> tuple:
+        """Check the arguments and start resetting; what ``_finish_reset`` takes."""
+
+    @abstractmethod
+    def _finish_reset(self, blocks: list[int], mask: Any) -> tuple[Any, dict[str, Any]]:
+        """Wait for the reset; ``(obs, infos)``."""
+
+    @abstractmethod
+    def _post_step(self, actions: Any) -> None:
+        """Check ``actions`` and start the step."""
+
+    @abstractmethod
+    def _finish_step(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Wait for the step; its batch."""
+
+    @guarded("reset_async")
     def reset_async(
         self,
         seed: int | list[int | None] | None = None,
@@ -50,15 +60,10 @@ class SplitCalls:
             ClosedEnvError: The vector env is closed.
             AlreadyPendingCallError: A ``step_async`` or a ``reset_async`` is pending.
         """
-        self._enter("reset_async")
-        try:
-            self._reset_pending = self._post_reset(seed, options)
-            self._state = CallState.WAITING_RESET
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
+        self._reset_pending = self._post_reset(seed, options)
+        self._state = CallState.WAITING_RESET
 
+    @guarded("reset_wait")
     def reset_wait(self, timeout: float | None = None) -> tuple[Any, dict[str, Any]]:
         """Finish the reset started by :meth:`reset_async`: ``(obs, infos)`` as :meth:`reset`.
 
@@ -73,23 +78,18 @@ class SplitCalls:
             ClosedEnvError: The vector env is closed.
             WorkerTimeout: The wait took longer than ``timeout``.
         """
-        self._enter("reset_wait")
-        try:
-            check_wait_timeout(timeout)
-            self._state = CallState.IDLE
-            blocks, mask = self.__dict__.pop("_reset_pending")
-            with self._wait_limit(timeout):
-                return self._finish_reset(blocks, mask)
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
+        check_wait_timeout(timeout)
+        self._state = CallState.IDLE
+        blocks, mask = self.__dict__.pop("_reset_pending")
+        with self._wait_limit(timeout):
+            return self._finish_reset(blocks, mask)
 
     def _wait_limit(self, timeout: float | None) -> contextlib.AbstractContextManager:
         """Limit the next wait for workers to ``timeout`` seconds (where envs run
         elsewhere; a ``SyncVecEnv`` has done the work before any wait)."""
         return contextlib.nullcontext()
 
+    @guarded("step_async")
     def step_async(self, actions: Any) -> None:
         """Check ``actions`` and start a step; finish it with :meth:`step_wait`.
 
@@ -110,15 +110,10 @@ class SplitCalls:
             ClosedEnvError: The vector env is closed.
             AlreadyPendingCallError: A step is already pending (it is kept).
         """
-        self._enter("step_async")
-        try:
-            self._post_step(actions)
-            self._state = CallState.WAITING_STEP
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
+        self._post_step(actions)
+        self._state = CallState.WAITING_STEP
 
+    @guarded("step_wait")
     def step_wait(self, timeout: float | None = None
                   ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
         """Finish the step started by :meth:`step_async` and return its batch.
@@ -147,15 +142,9 @@ class SplitCalls:
             >>> obs, rewards, terminations, truncations, infos = envs.step_wait()
             >>> envs.close()
         """
-        self._enter("step_wait")
-        try:
-            check_wait_timeout(timeout)
-            self._state = CallState.IDLE
-            if timeout is None:
-                return self._finish_step()
-            with self._wait_limit(timeout):
-                return self._finish_step()
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
+        check_wait_timeout(timeout)
+        self._state = CallState.IDLE
+        if timeout is None:
+            return self._finish_step()
+        with self._wait_limit(timeout):
+            return self._finish_step()

@@ -10,6 +10,7 @@ worker processes by reference.
 from __future__ import annotations
 
 import numbers
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from functools import partial
 from typing import Any
@@ -41,19 +42,19 @@ def render_env(env: gym.Env) -> Any:
     return env.render()
 
 
-class EnvCalls:
+class EnvCalls(ABC):
     """``call``, ``get_attr``, ``set_attr``, ``render``, ``call_each`` of a vector env."""
 
     num_envs: int
     num_games: int  # envs, or games for multi-agent games: what these calls act on
 
+    @abstractmethod
     def _call_each(self, fn: Callable[..., Any], indices: list[int],
                    args_per_env: list[tuple] | None, what: str) -> tuple[Any, ...]:
         """``fn(env, *args)`` for each env of ``indices`` (checked, distinct), in that order.
 
         ``what`` names the public call, for error messages.
         """
-        raise NotImplementedError
 
     @property
     def np_random_seed(self) -> tuple[int | None, ...]:

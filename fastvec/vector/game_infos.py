@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from fastvec._buffers import Buffers
+from fastvec.pool.buffers import Buffers
 
 __all__ = ["add_game_infos", "check_whole_games"]
 

@@ -27,11 +27,10 @@ from typing import Any
 import numpy as np
 from gymnasium import spaces
 
-from fastvec._protocol import Hello
 from fastvec.errors import SpacesMismatchError
 
-__all__ = ["ParallelGame", "TurnBasedGame", "adapt", "check_blocks", "describe", "is_game",
-           "unit_spaces", "zero_observation"]
+__all__ = ["SINGLE_AGENT", "ParallelGame", "TurnBasedGame", "adapt", "is_game", "unit_spaces",
+           "zero_observation"]
 
 SINGLE_AGENT = ("agent_0",)
 
@@ -73,64 +72,6 @@ def unit_spaces(env: Any) -> tuple[spaces.Space, spaces.Space, tuple[str, ...]]:
                     f"{kind} spaces ({first} and {other}); fastvec needs one observation and "
                     "one action space shared by every agent of a game")
     return obs_space, act_space, agents
-
-
-def describe(envs: list, first: int = 0) -> Hello:
-    """What a block of envs (or games) is: the first one's spaces, metadata, render mode,
-    every one's spaces and agents (for checking), and the agent of each seat of a game.
-
-    Raises:
-        SpacesMismatchError: a game's agents have different spaces, or it has none; the
-            message names the game by its index in the vector env (``first`` is the
-            block's first).
-    """
-    env_spaces = []
-    games = is_game(envs[0])
-    for k, env in enumerate(envs):
-        if is_game(env) != games:
-            raise SpacesMismatchError(mixed_message(first + k, is_game(env), first))
-        try:
-            env_spaces.append(unit_spaces(env))
-        except SpacesMismatchError as exc:
-            raise SpacesMismatchError(f"game {first + k}: {exc}") from None
-    obs_space, act_space, agents = env_spaces[0]
-    return Hello(obs_space, act_space, dict(getattr(envs[0], "metadata", {}) or {}),
-                 getattr(envs[0], "render_mode", None), env_spaces,
-                 agents if is_game(envs[0]) else None)
-
-
-def check_blocks(hellos: list[Hello], first: int = 0, same_obs: bool = True,
-                 hint: str = "") -> None:
-    """Raise unless the blocks' envs agree: action spaces, agents, games or envs, and
-    observation spaces too with ``same_obs`` (``hint`` ends that message).
-
-    ``hellos``: each block's :class:`Hello`, in order; their envs are numbered from
-    ``first``.
-    """
-    start = first
-    for hello in hellos:
-        if (hello.agents is None) != (hellos[0].agents is None):
-            raise SpacesMismatchError(mixed_message(start, hello.agents is not None, first))
-        start += len(hello.env_spaces)
-    expected = hellos[0].env_spaces[0]
-    triples = [triple for hello in hellos for triple in hello.env_spaces]
-    for index, (obs_space, act_space, agents) in enumerate(triples, start=first):
-        obs_differs = same_obs and obs_space != expected[0]
-        if obs_differs or act_space != expected[1]:
-            raise SpacesMismatchError(
-                f"env {index} has spaces ({obs_space}, {act_space}); expected "
-                f"({expected[0]}, {expected[1]}) as env {first}{hint if obs_differs else ''}")
-        if agents != expected[2]:
-            raise SpacesMismatchError(f"env {index} has agents {agents}; expected "
-                                      f"{expected[2]} as env {first}")
-
-
-def mixed_message(index: int, game: bool, first: int) -> str:
-    """The error for env function ``index`` returning a game where ``first`` did not, or
-    the other way round."""
-    kinds = ("a PettingZoo game", "a Gymnasium env")
-    return (f"expected every env function to return a game, or none of them: env {index} "
-            f"returned {kinds[not game]}, env {first} {kinds[game]}")
 
 
 def zero_observation(space: spaces.Space) -> Any:

@@ -1,10 +1,9 @@
 """RayVecEnv: the same vector env over Ray actors, one actor per block of envs.
 
-The vector env's API over a ``RayPool`` (``fastvec._ray_pool``); each actor
-hosts its block in a ``SyncVecEnv`` or a ``SubprocVecEnv`` of its own
-(``fastvec._ray_actor``).  Async batches (``async_reset`` / ``recv`` / ``send``)
-are kept by an ``AsyncBatches`` (``fastvec._async``), as in ``SubprocVecEnv``.
-See ``docs/distributed.md``.
+The vector env's API over a ``RayPool`` (:mod:`fastvec.pool.ray`); each actor
+hosts its block in a pool of its own (a local pool, or a process pool on its
+node).  Async batches come from :mod:`fastvec.vector.async_batches`, as in
+``SubprocVecEnv``.  See ``docs/distributed.md``.
 """
 
 from __future__ import annotations
@@ -13,23 +12,19 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 from gymnasium.vector import AutoresetMode
 
-from fastvec._arguments import parse_autoreset_mode
-from fastvec._async import AsyncBatches, check_batch_size, check_positive
-from fastvec._base import BatchedVecEnv
-from fastvec._call_state import CallState
-from fastvec._failure_policy import DEFAULT_MAX_RESTARTS, check_failure_policy
-from fastvec._pool import split_blocks
-from fastvec.subproc_env import SubprocVecEnv
+from fastvec.pool.base import split_blocks
+from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS, Restarts, check_failure_policy
+from fastvec.vector.arguments import mode_code, parse_autoreset_mode
+from fastvec.vector.async_batches import RemoteVecEnv, check_batch_size, check_positive
 
 __all__ = ["RayVecEnv"]
 
 INNER = ("sync", "subproc")
 
 
-class RayVecEnv(BatchedVecEnv):
+class RayVecEnv(RemoteVecEnv):
     """Runs envs in Ray actors, a contiguous block of envs per actor, one call per step.
 
     Needs Ray (``pip install "fastvec[ray]"``).  If Ray is not initialized, a local
@@ -85,7 +80,8 @@ class RayVecEnv(BatchedVecEnv):
             raise ImportError("RayVecEnv needs Ray: pip install 'fastvec[ray]' "
                               f"(or pip install 'ray>=2.9'); {exc}") from exc
 
-        from fastvec._ray_pool import RayPool, start_local_ray, stop_local_ray
+        from fastvec.pool.ray.pool import RayPool
+        from fastvec.pool.ray.session import start_local_ray, stop_local_ray
 
         num_envs = len(env_fns)
         if num_envs < 1:
@@ -105,9 +101,11 @@ class RayVecEnv(BatchedVecEnv):
                 num_actors = max(1, min(num_envs, alive))
             self.num_actors = num_actors
             check_positive(batch_size)  # the rest once the rows are known (games fill several)
-            pool = RayPool(env_fns, split_blocks(num_envs, num_actors), inner, mode, copy,
-                           actor_options, inner_options, timeout, on_worker_failure, started,
-                           max_restarts)
+            restarts = Restarts(num_envs, max_restarts) if on_worker_failure == "restart" \
+                else None
+            pool = RayPool(env_fns, split_blocks(num_envs, num_actors), inner, mode_code(mode),
+                           bool(copy), actor_options, inner_options, timeout, on_worker_failure,
+                           started, restarts)
         except BaseException:
             if started:
                 stop_local_ray()
@@ -117,37 +115,17 @@ class RayVecEnv(BatchedVecEnv):
         self.on_worker_failure = on_worker_failure
         self.max_restarts = max_restarts
         try:
-            hello = pool.hello
-            num_rows = pool.bounds[-1][1]
-            self.batch_size = check_batch_size(batch_size, num_rows, num_actors)
-            self._setup(num_rows, hello.observation_space, hello.action_space, hello.metadata,
-                        hello.render_mode, mode, copy, episode_statistics, hello.agents)
+            self.batch_size = check_batch_size(batch_size, pool.num_rows, num_actors)
+            self._setup(pool, mode, copy, episode_statistics)
         except BaseException:
             pool.close(terminate=True)
             raise
-        self._use_pool(pool)
-        self._batches = AsyncBatches(pool, self.batch_size, self._mode_code,
-                                     self.single_action_space, self._stats, self._games)
+        self._start_batches()
 
     @property
     def num_workers(self) -> int:
         """The number of actors (the name ``SubprocVecEnv`` gives its blocks)."""
         return self.num_actors
-
-    # -- async batches: as SubprocVecEnv's, over actor blocks --------------------------
-
-    async_reset = SubprocVecEnv.async_reset
-    recv = SubprocVecEnv.recv
-    send = SubprocVecEnv.send
-
-    def _pending_blocks(self) -> list[int]:
-        if self._state is CallState.IN_FLIGHT:
-            return np.flatnonzero(self._batches.in_flight).tolist()
-        return super()._pending_blocks()
-
-    def _forget_buffers(self) -> None:
-        super()._forget_buffers()
-        self.__dict__.pop("_batches", None)
 
     def __del__(self) -> None:
         if not getattr(self, "closed", True):

@@ -1,13 +1,14 @@
 """The worker process: builds its block of envs, then serves commands until told to stop.
 
-Start-up talks over the control pipe: the worker sends :class:`Hello` (its
-spaces), receives :class:`Attach` and the shared block's file descriptor,
+Start-up talks over the control pipe: the worker sends an ``About`` (what it
+built), receives :class:`Attach` and the shared block's file descriptor,
 attaches, and sends :class:`Ready`.  After that every command arrives through
 the barrier (``Barrier.wait_command``); requests that carry Python objects
 (reset seeds, control calls) come with a message on the pipe.  A reply that
 carries Python objects (infos, errors, results) is flagged in the status word
 and sent on the pipe (a small one just before the worker reports done, a big
-one just after).  Every message is a type of ``fastvec._protocol``.
+one just after).  Every message is a type of
+:mod:`fastvec.pool.process.protocol`, or a ``fastvec.pool.reports.ErrorReport``.
 """
 
 from __future__ import annotations
@@ -23,12 +24,13 @@ import cloudpickle
 import numpy as np
 from gymnasium.vector.utils import batch_space, iterate
 
-from fastvec._buffers import Buffers, rows_of
-from fastvec._games import describe, unit_spaces
 from fastvec._kernels.barrier import Barrier, set_parent_death_signal
-from fastvec._layout import batch_views, copy_tree, layout_of
-from fastvec._obs_store import ObjectStore, ObsStore, RecordStore
-from fastvec._protocol import (
+from fastvec.pool.about import describe
+from fastvec.pool.buffers import Buffers, rows_of
+from fastvec.pool.games import unit_spaces
+from fastvec.pool.local import make_stepper
+from fastvec.pool.obs_store import ObjectStore, ObsStore, RecordStore
+from fastvec.pool.process.protocol import (
     Attach,
     BlockReply,
     Command,
@@ -40,11 +42,12 @@ from fastvec._protocol import (
     ResetRequest,
     Status,
     StepActions,
-    report_error,
     spin_budget_us,
 )
-from fastvec._shared_infos import InfoWriter
-from fastvec._shm import SharedBlock
+from fastvec.pool.process.shared_infos import InfoWriter
+from fastvec.pool.process.shm import SharedBlock
+from fastvec.pool.reports import report_error
+from fastvec.spaces.layout import batch_views, copy_tree, layout_of
 
 __all__ = ["run"]
 
@@ -80,7 +83,7 @@ def run(worker_index: int, first: int, env_fns_bytes: bytes, conn: Any,
     except BaseException as exc:  # noqa: B036 - reported to the parent
         _send_error(conn, exc, None)
         return
-    server = _Server(worker_index, envs, block, conn, setup)
+    server = _Server(envs, block, conn, setup)
     conn.send(Ready())
     server.serve(parent)
 
@@ -111,10 +114,10 @@ def _build_envs(env_fns_bytes: bytes, conn: Any) -> list | None:
 class _Server:
     """The worker's state after attaching: its envs, block views and barrier."""
 
-    def __init__(self, index: int, envs: list, block: SharedBlock, conn: Any,
-                 setup: Attach) -> None:
-        self.index, self.envs, self.block, self.conn = index, envs, block, conn
-        self.first, self.count = setup.first_env, rows_of(envs)
+    def __init__(self, envs: list, block: SharedBlock, conn: Any, setup: Attach) -> None:
+        self.envs, self.block, self.conn = envs, block, conn
+        self.index = setup.block  # this worker's line in the barrier and info area
+        self.first, self.count = setup.first_row, rows_of(envs)
         self.seats = self.count // len(envs)
         arrays = block.arrays
         end = self.first + self.count
@@ -125,16 +128,16 @@ class _Server:
             RecordStore(layout, arrays[Region.OBS], copy=False)
         buffers = Buffers(store, *(arrays[region] for region in Region.RESULTS))
         # obs_objects: the block's observations on the object path, sent in each reply
-        self.env_block, self.obs_objects = buffers.env_block(envs, self.first,
-                                                             setup.autoreset_mode)
+        self.env_block, self.obs_objects = make_stepper(envs, self.first, buffers,
+                                                        setup.autoreset_mode)
         self.action_layout = layout_of(action_space)
         self.action_views = None if self.action_layout is None else batch_views(
             self.action_layout, arrays[Region.ACTIONS][self.first:end])
         self.block_action_space = batch_space(action_space, self.count)
-        self.barrier = Barrier(arrays[Region.BARRIER], setup.num_workers, spin_budget_us())
-        self.barrier.start_worker(index)
+        self.barrier = Barrier(arrays[Region.BARRIER], setup.num_blocks, spin_budget_us())
+        self.barrier.start_worker(self.index)
         self.control_index: int | None = None  # in the block: the env (game) a control runs on
-        self.infos = InfoWriter(arrays[Region.INFOS][index], arrays[Region.INFOS_RAW_ONLY],
+        self.infos = InfoWriter(arrays[Region.INFOS][self.index], arrays[Region.INFOS_RAW_ONLY],
                                 self.first, self.count)
 
     def serve(self, parent: int) -> None:

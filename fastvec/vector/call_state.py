@@ -5,8 +5,9 @@ Like Gymnasium's ``AsyncState``: a vector env is idle, waiting for
 reset, not yet received), or closed.  :func:`check_call` says whether a call is
 allowed in a state, with the misuse error Gymnasium's vector envs would raise.
 
-A vector env is not thread-safe.  Every public call holds the env's call lock
-while it runs (``BatchedVecEnv._enter``), so a second call that starts meanwhile
+Every public call passes one guard, :func:`guarded`.  A vector env is not
+thread-safe: each call holds the env's call lock while it runs, so a second
+call that starts meanwhile
 (from another thread, or from a signal handler on the same thread) raises
 :func:`refuse_concurrent_call`'s ``FastVecError`` at once instead of interleaving
 with the first one's commands and buffers.  Taking the lock is one non-blocking
@@ -15,8 +16,11 @@ acquisition.
 
 from __future__ import annotations
 
+import functools
 import threading
+from collections.abc import Callable
 from enum import Enum
+from typing import Any, TypeVar
 
 from fastvec.errors import (
     AlreadyPendingCallError,
@@ -25,7 +29,9 @@ from fastvec.errors import (
     NoAsyncCallError,
 )
 
-__all__ = ["CONTROL_CALLS", "CallState", "check_call", "refuse_concurrent_call"]
+__all__ = ["CONTROL_CALLS", "CallState", "check_call", "guarded", "refuse_concurrent_call"]
+
+Method = TypeVar("Method", bound=Callable[..., Any])
 
 CONTROL_CALLS = ("call", "call_each", "get_attr", "set_attr", "render")
 
@@ -102,3 +108,16 @@ def refuse_concurrent_call(owner: str, call: str, holder_thread: int, holder_cal
         f"{owner}.{call}() called {where} inside {holder_call}(): a vector env is not "
         "thread-safe; use it from one thread at a time, or one vector env per thread "
         "(close() may be called from anywhere)")
+
+
+def guarded(call: str) -> Callable[[Method], Method]:
+    """The guard of a public method: it runs as ``call`` (the name the call state checks)
+    with the call lock held, after the state and the pool's health were checked; an
+    error it raises after ``close()`` pulled the envs from under it is a
+    ``ClosedEnvError``.  The vector env's ``_guarded`` does the work."""
+    def decorate(method: Method) -> Method:
+        @functools.wraps(method)
+        def guarded_call(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return self._guarded(call, functools.partial(method, self, *args, **kwargs))
+        return guarded_call  # type: ignore[return-value]
+    return decorate

@@ -1,4 +1,8 @@
-"""The batch a step writes: observations (an ``ObsStore``), rewards and flags."""
+"""The batch a step writes: observations (an ``ObsStore``), rewards and flags, one per row.
+
+Steppers write into them (``fastvec.pool.local.make_stepper``); under a process
+pool the arrays are views of the shared block.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fastvec._games import adapt, is_game, unit_spaces, zero_observation
-from fastvec._kernels.games import GameBlock
-from fastvec._kernels.stepping import EnvBlock
-from fastvec._obs_store import ObsStore
+from fastvec.pool.games import is_game
+from fastvec.pool.obs_store import ObsStore
 
 __all__ = ["Buffers", "rows_of"]
 
@@ -46,26 +48,6 @@ class Buffers:
         """Buffers in this process's memory."""
         return cls(obs, np.zeros(num_envs, dtype=np.float64),
                    *(np.zeros(num_envs, np.bool_) for _ in range(5)))
-
-    def env_block(self, envs: list, start: int, mode: int
-                  ) -> tuple[EnvBlock | GameBlock, list | None]:
-        """An ``EnvBlock`` (or a ``GameBlock``, for games) of ``envs`` from row ``start``.
-
-        Also returns the block's observation-object list (None with records).
-        """
-        stop = start + rows_of(envs)
-        table, rows, objects = self.obs.target(start, stop)
-        results = (self.rewards[start:stop], self.terminations[start:stop],
-                   self.truncations[start:stop], self.needs_reset[start:stop])
-        if envs and is_game(envs[0]):
-            obs_space, _, agents = unit_spaces(envs[0])
-            block: EnvBlock | GameBlock = GameBlock(
-                envs, [adapt(game) for game in envs], agents, mode, table, rows, objects,
-                zero_observation(obs_space), *results, self.alive[start:stop],
-                self.active[start:stop], start)
-        else:
-            block = EnvBlock(envs, mode, table, rows, objects, *results, start)
-        return block, objects
 
     def clear(self, where: Where, truncate: bool = False) -> None:
         """Rows ``where`` start afresh: reward 0, flags False (``truncations=truncate``)."""

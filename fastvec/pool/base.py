@@ -1,0 +1,238 @@
+"""The pool of blocks: the one interface beneath every vector env, and its failure policy.
+
+The envs are split into contiguous blocks (``bounds[b] = (start, stop)`` rows).  A
+vector env posts a command to some blocks and collects their replies; where a
+block runs is the member's business:
+
+- :class:`fastvec.pool.local.LocalPool` (``SyncVecEnv``): one block in this process.
+- ``fastvec.pool.process.ProcessPool`` (``SubprocVecEnv``): a worker process per
+  block, through shared memory and the barrier; with ``local_block`` block 0 is
+  stepped in this process.
+- ``fastvec.pool.ray.RayPool`` (``RayVecEnv``): a Ray actor per block.
+
+A member implements posting (:meth:`Pool.post_step`, :meth:`Pool.post_reset`),
+waiting for replies (:meth:`Pool._wait`) and taking one in (:meth:`Pool._receive`),
+control calls, restart and close; :meth:`Pool.collect` is written once here.
+
+Failure policy lives here, once: a block whose env raised or whose worker died
+is reported (``on_failure="raise"``) or rebuilt and reset (``"restart"``: its
+envs report ``truncations`` on a failed step and ``infos["worker_restarted"]``;
+each restart is logged and counted up to ``max_restarts``, see
+:mod:`fastvec.pool.restarts`); an observation that does not fit its space is
+always raised; a wait cut short (deadline, Ctrl-C) or a dead worker leaves the
+pool ``broken`` and every later call refuses with the reason.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from fastvec._kernels.infos import batch_infos
+from fastvec.errors import FastVecError, ObservationError, WorkerError
+from fastvec.pool.about import About
+from fastvec.pool.buffers import Buffers
+from fastvec.pool.restarts import Restarts
+from fastvec.spaces.actions import ActionChecker
+
+__all__ = ["CLOSE_GRACE_SECONDS", "SLICE_SECONDS", "STARTUP_SECONDS", "Entries", "Pool",
+           "split_blocks"]
+
+SLICE_SECONDS = 0.02  # waits return this often to check liveness and deadlines
+STARTUP_SECONDS = 300.0  # building envs may be slow (asset loading), but not forever
+CLOSE_GRACE_SECONDS = 1.0  # for envs to close before their worker or actor is stopped
+Entries = list  # [(row, info dict), ...] in row order (a process pool's blocks: see its infos)
+
+
+def split_blocks(num_envs: int, num_blocks: int) -> list[tuple[int, int]]:
+    """Contiguous ``[start, end)`` env blocks, the first ``num_envs % num_blocks`` one larger."""
+    size, extra = divmod(num_envs, num_blocks)
+    bounds, start = [], 0
+    for b in range(num_blocks):
+        end = start + size + (b < extra)
+        bounds.append((start, end))
+        start = end
+    return bounds
+
+
+class Pool(ABC):
+    """Blocks of envs somewhere: post commands, collect replies, restart, close.
+
+    ``bounds`` count batch rows (one per env, one per seat of a game);
+    ``unit_bounds`` count envs or games, what control calls and errors name.
+    """
+
+    bounds: list[tuple[int, int]]
+    unit_bounds: list[tuple[int, int]]
+    unit_name = "env"  # "game" for multi-agent games
+    seats = 1  # rows per env function: one, or one per seat of a game
+    owner = "vector env"  # how messages name the vector env
+    about: About  # what the blocks built (env 0's spaces, metadata...)
+    observation_spaces: tuple[Any, Any]  # (single, batched or None), see observation_mode
+    buffers: Buffers
+    on_failure: str = "raise"
+    restarts: Restarts | None = None  # counts and limit (pools that restart)
+    broken: str | None = None  # why the pool cannot be used any more
+    wait_timeout: float | None = None  # one wait's own limit (step_wait(timeout=))
+
+    @property
+    def num_blocks(self) -> int:
+        return len(self.bounds)
+
+    @property
+    def num_rows(self) -> int:
+        return self.bounds[-1][1]
+
+    # -- what a member implements -----------------------------------------------------
+
+    @abstractmethod
+    def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
+                  env_ids: np.ndarray | None = None) -> None:
+        """Hand a checked action batch (for all rows, or for ``env_ids``) to ``blocks``."""
+
+    @abstractmethod
+    def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
+                   mask: np.ndarray | None) -> None:
+        """Start resetting ``blocks`` (the rows in ``mask``, if given) with per-row seeds."""
+
+    @abstractmethod
+    def _wait(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
+        """Raw replies of ``want`` of ``blocks``, first finished first served.
+
+        A reply is whatever :meth:`_receive` takes, or the exception a block's
+        failure stands for.  Anything else that cuts the wait short (a timeout,
+        Ctrl-C) leaves the pool ``broken``.
+        """
+
+    @abstractmethod
+    def _receive(self, b: int, reply: Any) -> Entries:
+        """Take block ``b``'s reply into the buffers; its info entries."""
+
+    @abstractmethod
+    def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
+                what: str) -> list:
+        """``fn(env, *args)`` for each env (game) index in ``targets`` (ascending), in order."""
+
+    @abstractmethod
+    def close(self, timeout: float | None = None, terminate: bool = False,
+              pending: Sequence[int] = ()) -> None:
+        """Close every env and release what the pool holds (idempotent).
+
+        ``pending``: blocks with a command in flight, waited for up to ``timeout``
+        seconds first; ``terminate``: stop at once, without closing the envs.
+        """
+
+    def rebuild(self, b: int) -> Entries:
+        """Replace block ``b``'s envs with fresh ones, reset; the reset's info entries."""
+        raise FastVecError(f"{type(self).__name__} cannot restart a block")
+
+    def batch_infos(self, entries: Entries, num_rows: int,
+                    position: dict[int, int] | None = None) -> dict:
+        """Gymnasium's dict-of-arrays infos of ``entries`` (``position``: env -> batch row,
+        where entries were shifted to a batch of some blocks)."""
+        return batch_infos(entries, num_rows)
+
+    # -- written once --------------------------------------------------------------------
+
+    def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
+                restart_truncates: bool = True, compact: bool = False
+                ) -> tuple[list[int], dict]:
+        """Wait for ``want`` (default: all) of ``blocks``, first finished first served.
+
+        Returns the blocks collected (ascending) and their infos, batched as
+        Gymnasium does: over every row of the pool, or with ``compact`` over the
+        rows of the collected blocks only, in order (an async batch).  Failures are
+        handled by the policy (see the module docstring); a restarted block's envs
+        report ``truncations=restart_truncates``.
+        """
+        chosen, entries = self.collect_entries(blocks, what, want, restart_truncates)
+        if not entries:
+            return chosen, {}
+        if not compact:
+            return chosen, self.batch_infos(entries, self.num_rows)
+        position: dict[int, int] = {}
+        offset = 0
+        for b in chosen:
+            start, stop = self.bounds[b]
+            position.update((i, i - start + offset) for i in range(start, stop))
+            offset += stop - start
+        return chosen, self.batch_infos([(position[i], info) for i, info in entries], offset,
+                                        position)
+
+    def collect_entries(self, blocks: Sequence[int], what: str, want: int | None = None,
+                        restart_truncates: bool = True) -> tuple[list[int], Entries]:
+        """:meth:`collect` with the infos as they came: ``(row, info)`` entries."""
+        replies = self._wait(list(blocks), what, len(blocks) if want is None else want)
+        for b, reply in replies.items():
+            if not isinstance(reply, BaseException):
+                replies[b] = self._receive(b, reply)
+        return self.settle(replies, restart_truncates)
+
+    def drain(self, blocks: Sequence[int], what: str) -> None:
+        """Wait for ``blocks`` and drop their results, errors included (each reply is
+        still taken in, so that what a block teaches the pool is kept)."""
+        for b, reply in self._wait(list(blocks), what, len(blocks)).items():
+            if not isinstance(reply, BaseException):
+                self._receive(b, reply)
+
+    def check_usable(self) -> None:
+        """Raise if an earlier failure left the pool unusable."""
+        if self.broken is not None:
+            hint = "" if self.on_failure == "restart" else (
+                ", or use on_worker_failure='restart' (it covers steps and resets)")
+            raise FastVecError(f"this {self.owner} is unusable ({self.broken}); close it "
+                               f"and make a new one{hint}")
+
+    def count_rows(self, about: About) -> None:
+        """The blocks hold what ``about`` describes: from now on ``bounds`` count rows."""
+        self.about = about
+        self.seats = len(about.env_spaces[0][2])
+        self.unit_name = "env" if about.agents is None else "game"
+        self.bounds = [(a * self.seats, b * self.seats) for a, b in self.unit_bounds]
+
+    def settle(self, replies: dict[int, Any], restart_truncates: bool
+               ) -> tuple[list[int], Entries]:
+        """Apply the failure policy to replies that are exceptions; ``collect``'s result."""
+        blocks = sorted(replies)
+        entries: Entries = []
+        for b in blocks:  # the common case: no failure, and mostly no infos
+            reply = replies[b]
+            if isinstance(reply, BaseException):
+                break
+            if reply:
+                entries += reply
+        else:
+            return blocks, entries
+        failures = {b: r for b, r in sorted(replies.items()) if isinstance(r, BaseException)}
+        restarts = self.restarts if self.on_failure == "restart" else None
+        for exc in failures.values():  # the lowest env's first, whichever finished first
+            if isinstance(exc, ObservationError) or restarts is None:
+                self.note_dead(failures.values())
+                raise exc
+        assert restarts is not None
+        for b, exc in failures.items():
+            try:
+                restarts.check_limit(exc)
+            except BaseException:
+                self.note_dead(failures.values())
+                raise
+            restarts.record(self.unit_bounds[b], self.unit_name, exc)
+            replies[b] = self.restart(b, restart_truncates)
+        return blocks, [entry for b in blocks for entry in replies[b]]
+
+    def restart(self, b: int, truncate: bool) -> Entries:
+        """Rebuild block ``b`` and reset its envs; they report reward 0 and ``truncate``."""
+        entries = self.rebuild(b)
+        start, stop = self.bounds[b]
+        self.buffers.clear(slice(start, stop), truncate)
+        return entries + [(i, {"worker_restarted": True}) for i in range(start, stop)]
+
+    def note_dead(self, failures: Any) -> None:
+        """Mark the pool unusable if any of ``failures`` is a worker that died."""
+        for exc in failures:
+            if isinstance(exc, WorkerError) and exc.exitcode is not None:
+                self.broken = str(exc)
+                return

@@ -1,0 +1,65 @@
+"""Starting a process pool: its workers, the trainer's own block, the shared block.
+
+The workers build their envs while this process builds the envs of the
+trainer's block (``local_block=True``); then every block says what it built
+(an ``About``) and the pool checks that they agree and lays out one shared
+block: the barrier, each row's observation and action record, rewards and
+flags, and each block's info area.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from fastvec._kernels.barrier import barrier_nbytes
+from fastvec.errors import WorkerError
+from fastvec.pool.process.protocol import Region
+from fastvec.pool.process.shared_infos import INFO_BYTES
+from fastvec.pool.process.shm import BlockPlan, plan_block
+from fastvec.spaces.layout import Layout
+
+__all__ = ["build_local_envs", "local_error", "plan_shared_block"]
+
+
+def plan_shared_block(num_rows: int, num_blocks: int, obs_layout: Layout | None,
+                      action_layout: Layout | None) -> BlockPlan:
+    """The regions of the shared block: barrier, records, results, info areas."""
+    return plan_block([
+        (Region.BARRIER, (barrier_nbytes(num_blocks),), "u1"),
+        (Region.OBS, (num_rows, obs_layout.record_size if obs_layout else 0), "u1"),
+        (Region.ACTIONS, (num_rows, action_layout.record_size if action_layout else 0), "u1"),
+        (Region.REWARDS, (num_rows,), "f8"),
+        (Region.TERMINATIONS, (num_rows,), "?"),
+        (Region.TRUNCATIONS, (num_rows,), "?"),
+        (Region.NEEDS_RESET, (num_rows,), "?"),
+        (Region.ALIVE, (num_rows,), "?"),
+        (Region.ACTIVE, (num_rows,), "?"),
+        (Region.INFOS, (num_blocks, INFO_BYTES), "u1"),
+        (Region.INFOS_RAW_ONLY, (1,), "u1"),
+    ])
+
+
+def local_error(exc: Exception, env_index: int | None, what: str,
+                unit: str = "env") -> WorkerError:
+    """The error a worker would report for ``exc`` in env (game) ``env_index`` of the
+    trainer's own block (``worker_index`` None, the exception itself as ``__cause__``)."""
+    where = f"{unit} {env_index} (local block)" if env_index is not None else "the local block"
+    error = WorkerError(f"{where} raised {type(exc).__name__} during {what}: {exc}",
+                        env_index=env_index, worker_index=None)
+    error.__cause__ = exc
+    return error
+
+
+def build_local_envs(env_fns: Sequence[Callable[[], Any]]) -> list:
+    """The trainer's block's envs; an env that raises is the ``WorkerError`` a worker's
+    would be (the ones built before are closed)."""
+    envs = []
+    for index, env_fn in enumerate(env_fns):
+        try:
+            envs.append(env_fn())
+        except Exception as exc:
+            for env in envs:
+                env.close()
+            raise local_error(exc, index, "building its envs") from exc
+    return envs
