@@ -1,7 +1,7 @@
 """Dict-obs flattening: write one env's observation into its flat record row.
 
 The layout (leaf paths, dtypes, shapes, offsets) is computed once in Python by
-``fastvec._layout``; a :class:`FieldTable` holds it in C arrays.  ``write``
+``fastvec.spaces.layout``; a :class:`FieldTable` holds it in C arrays.  ``write``
 walks each leaf's path, checks the value against the leaf and copies its bytes.
 A C-contiguous ndarray of the exact dtype and shape (or, for a scalar leaf, a
 numpy scalar of its type or a Python int for int64) is copied without touching

@@ -5,7 +5,7 @@ the same interface (``step``, ``reset``, ``set_rows``, ``current``), so a block
 of games sits wherever a block of envs does.  Game *g* of the block owns rows
 ``g * seats .. (g + 1) * seats - 1``, one per agent of ``agents`` (its
 ``possible_agents``).  A step gathers the actions of the rows whose agents act,
-steps the game (through the parallel-style adapter of ``fastvec._games``),
+steps the game (through the parallel-style adapter of ``fastvec.pool.games``),
 scatters each agent's observation, reward and flags into its row, zero-fills the
 rows of agents not in the game, and sets the ``alive`` / ``active`` bytes.  A
 game is over when no agent is left; it then auto-resets as a whole, per mode

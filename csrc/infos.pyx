@@ -6,6 +6,9 @@ numpy scalars and arrays of the target's own dtype, anything into a 1-D object
 array) are written straight into the target's memory; everything else goes
 through ``array[env_index] = value``, so numpy's casting and errors are unchanged.
 Dicts that are not exact ``dict`` take the same steps through Python's protocols.
+
+:func:`merge_entries` does the same for a list that also holds blocks batched
+already (a worker's, from shared memory), copying each block's rows in place.
 """
 
 cimport numpy as cnp
@@ -329,3 +332,87 @@ def batch_block_infos(list entries not None, Py_ssize_t num_envs):
     _python_stores = 0
     out = batch_infos(entries, num_envs)
     return out, _python_stores == 0
+
+
+class BlocksDisagree(Exception):
+    """A block's leaf has another dtype or shape, or nesting, than the batch has for it:
+    merging the blocks would not equal folding every env's info in order."""
+
+
+cdef object _leaf_target(dict node, object key, cnp.ndarray view, Py_ssize_t num_envs):
+    """The batch array for a block's leaf ``key`` of ``node``, made on first use."""
+    cdef cnp.npy_intp dims[_ZEROS_MAX_NDIM + 1]
+    cdef int d, nd = cnp.PyArray_NDIM(view)
+    known = node.get(key, _MISSING)
+    if known is _MISSING:
+        if nd > _ZEROS_MAX_NDIM:
+            raise BlocksDisagree(key)
+        dims[0] = num_envs
+        for d in range(1, nd):
+            dims[d] = cnp.PyArray_DIM(view, d)
+        known = _zeros(nd, dims, _descr(view))
+        node[key] = known
+        return known
+    if type(known) is not cnp.ndarray or cnp.PyArray_NDIM(<cnp.ndarray>known) != nd \
+            or not cnp.PyArray_EquivTypes(_descr(<cnp.ndarray>known), _descr(view)) \
+            or cnp.PyArray_DIM(<cnp.ndarray>known, 0) != num_envs:
+        raise BlocksDisagree(key)
+    for d in range(1, nd):
+        if cnp.PyArray_DIM(<cnp.ndarray>known, d) != cnp.PyArray_DIM(view, d):
+            raise BlocksDisagree(key)
+    return known
+
+
+cdef int _merge_block(dict out, tuple paths, list views, Py_ssize_t start,
+                      Py_ssize_t num_envs) except -1:
+    """Copy a batched block's leaves (rows ``start:start + size``) into ``out``."""
+    cdef Py_ssize_t j, k, size
+    cdef cnp.ndarray view, target
+    cdef dict node
+    for j in range(len(paths)):
+        path = <tuple>paths[j]
+        view = <cnp.ndarray>views[j]
+        node = out
+        for k in range(len(path) - 1):
+            sub = node.get(path[k], _MISSING)
+            if sub is _MISSING:
+                sub = {}
+                node[path[k]] = sub
+            elif type(sub) is not dict:
+                raise BlocksDisagree(path[k])
+            node = <dict>sub
+        target = <cnp.ndarray>_leaf_target(node, path[len(path) - 1], view, num_envs)
+        size = cnp.PyArray_DIM(view, 0)
+        if start < 0 or start + size > num_envs:
+            raise IndexError(f"block rows {start}..{start + size} out of [0, {num_envs})")
+        if (cnp.PyArray_IS_C_CONTIGUOUS(target) and cnp.PyArray_IS_C_CONTIGUOUS(view)
+                and _plain_bytes(cnp.PyArray_TYPE(target))):
+            memmove(cnp.PyArray_BYTES(target) + start * cnp.PyArray_STRIDE(target, 0),
+                    cnp.PyArray_DATA(view), cnp.PyArray_NBYTES(view))
+        else:
+            target[start:start + size] = view
+    return 0
+
+
+def merge_entries(list entries not None, Py_ssize_t num_envs, object block_type):
+    """Fold ``(row, info)`` entries in order, where an entry whose info is a
+    ``block_type`` (``paths``: each leaf's key path; ``views``: its arrays, one row per
+    env of the block) is a block batched already, merged at rows ``row:row + size``.
+
+    Equals folding every env's info in row order whenever each block was batched
+    exactly (``batch_block_infos``) and agrees with the batch on every leaf's dtype,
+    shape and nesting; raises :class:`BlocksDisagree` when one does not (the caller
+    then batches the raw infos instead).
+    """
+    if num_envs < 0:
+        raise ValueError(f"num_envs must be >= 0, got {num_envs}")
+    cdef dict out = {}
+    cdef Py_ssize_t i
+    for entry in entries:
+        row, info = entry
+        i = _check_index(row, num_envs)
+        if type(info) is block_type:
+            _merge_block(out, info.paths, info.views, i, num_envs)
+        else:
+            _fold(out, info, row, i, num_envs)
+    return out

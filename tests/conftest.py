@@ -11,11 +11,11 @@
   ``SubprocVecEnv``, ``make``, ``tile_images``, ``errors``).
 
 The contract suite (``tests/test_contract_*.py``) runs each test on every
-backend of ``tests/backends.py``: the ``backend`` fixture, and ``make_envs`` to
+backend of ``tests/support/backends.py``: the ``backend`` fixture, and ``make_envs`` to
 build a vector env of it (closed after the test).
 
 Tests marked ``subprocess`` are checked for leaks afterwards: no live worker
-processes, nothing new in ``/dev/shm`` (see ``tests/leaks.py``).
+processes, nothing new in ``/dev/shm`` (see ``tests/support/leaks.py``).
 
 Tests marked ``ray`` share one Ray (``ray_session``), started on first use,
 bound to 127.0.0.1, and shut down at the end of the run; they are skipped when
@@ -36,7 +36,7 @@ import gymnasium as gym
 import pytest
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
-from tests import backends, leaks, ray_head
+from tests.support import backends, leaks, ray_head
 
 ray_head.set_environment()  # before anything imports Ray
 
@@ -184,7 +184,7 @@ class VecEnvs:
     def make_backend(self, backend: str, env_fns: Sequence[Callable[[], gym.Env]],
                      **kwargs: Any) -> Any:
         """A vector env of the implementation under test for ``backend`` (see
-        ``tests/backends.py``)."""
+        ``tests/support/backends.py``)."""
         return self.track(backends.make(self._impl, backend, env_fns, **kwargs))
 
     def make_ref(self, env_fns: Sequence[Callable[[], gym.Env]], **kwargs: Any) -> SyncVectorEnv:
@@ -228,7 +228,7 @@ def make_subproc(vec_envs: VecEnvs) -> Callable[..., Any]:
 def ray_session() -> Any:
     """The one Ray of the test run (skip without Ray): 2 CPUs, 127.0.0.1 only, no dashboard.
 
-    Started with ``ray start --head`` (``tests/ray_head.py``), so that its processes
+    Started with ``ray start --head`` (``tests/support/ray_head.py``), so that its processes
     are not children of this one, and stopped at the end of the run.  Actors ask for
     ``num_cpus=0`` (``RayVecEnv``'s default), so any number fit.
     """

@@ -46,8 +46,8 @@ import pytest
 
 import fastvec
 from fastvec.errors import FastVecError, WorkerError, WorkerTimeout
-from tests import internals
-from tests.envs import (
+from tests.support import internals
+from tests.support.envs import (
     CHAOS_DIE,
     CHAOS_RAISE,
     CHAOS_SLOW,

@@ -7,7 +7,7 @@ and ``Tuple`` nested up to four deep), action spaces, and infos (nested dicts,
 arrays whose shape changes from step to step, strings, None, keys that come and
 go).  Each case steps a fastvec vector env and Gymnasium's ``SyncVectorEnv``
 on the same seeds and actions, across autoresets and a reseeding, and every
-result must be bit-identical (``tests/compare.py``).  ``SyncVecEnv`` gets many
+result must be bit-identical (``tests/support/compare.py``).  ``SyncVecEnv`` gets many
 examples, ``SubprocVecEnv`` (fork; with and without a local block) a few.
 
 Bad inputs: generated bad action batches (wrong length or shape, out-of-range
@@ -37,8 +37,8 @@ from hypothesis import strategies as st
 
 import fastvec
 from fastvec.errors import ObjectSpaceWarning, ObservationError, WorkerError
-from tests.compare import run_parity
-from tests.envs import FuzzEnv
+from tests.support.compare import run_parity
+from tests.support.envs import FuzzEnv
 
 pytestmark = [pytest.mark.fuzz]
 

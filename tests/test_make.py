@@ -13,8 +13,8 @@ from gymnasium.envs.registration import VectorizeMode
 from gymnasium.vector import AutoresetMode
 
 import fastvec
-from tests.compare import assert_tree_equal, run_parity
-from tests.envs import CountingEnv
+from tests.support.compare import assert_tree_equal, run_parity
+from tests.support.envs import CountingEnv
 
 BACKENDS = ["sync", pytest.param("subproc", marks=pytest.mark.subprocess)]
 

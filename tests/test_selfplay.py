@@ -372,7 +372,7 @@ def test_games_whose_agents_leave_at_different_steps() -> None:
     """Three seats, the last leaving after move 2 or 3; a game of 5 moves then its reset
     step: each game ends every 6 steps, and the learner visits seats 0, 1, 2 in turn."""
     from fastvec.multiagent import make_multiagent
-    from tests.games import TurnGame
+    from tests.support.games import TurnGame
     envs = make_multiagent(functools.partial(TurnGame, num_agents=3, horizon=5), 3)
     try:
         selfplay = SelfPlay.from_env(envs, seed=0)

@@ -30,8 +30,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from tests import internals
-from tests.envs import CountingEnv, DictCountingEnv, ObjectSpaceEnv, SyntheticEnv, make_fns
+from tests.support import internals
+from tests.support.envs import CountingEnv, DictCountingEnv, ObjectSpaceEnv, SyntheticEnv, make_fns
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.soak]
 
@@ -44,7 +44,7 @@ RSS_TOLERANCE_MB = 4.0  # per process, above its value at the end of the warm-up
 def relay_games(num_games: int, **kwargs: Any) -> list:
     """Factories of ``tests.games.RelayGame`` (skips without PettingZoo)."""
     pytest.importorskip("pettingzoo")
-    from tests.games import RelayGame, game_fns
+    from tests.support.games import RelayGame, game_fns
     return game_fns(RelayGame, num_games, **kwargs)
 
 

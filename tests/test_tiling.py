@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.compare import check_tiling
+from tests.support.compare import check_tiling
 
 pytestmark = pytest.mark.fastvec_only
 

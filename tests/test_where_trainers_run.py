@@ -21,7 +21,7 @@ import pytest
 
 from fastvec import SubprocVecEnv
 from fastvec.errors import WorkerError
-from tests.envs import CountingEnv
+from tests.support.envs import CountingEnv
 
 pytestmark = [pytest.mark.subprocess, pytest.mark.fastvec_only]
 

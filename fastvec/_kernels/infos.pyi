@@ -17,3 +17,11 @@ def batch_block_infos(
     entries: list[tuple[SupportsIndex, dict[Any, Any]]], num_envs: int
 ) -> tuple[dict[Any, Any], bool]:
     """:func:`batch_infos`, and whether every value was stored exactly as it came."""
+
+class BlocksDisagree(Exception):
+    """A block's leaf has another dtype, shape or nesting than the batch has for it."""
+
+def merge_entries(
+    entries: list[tuple[SupportsIndex, Any]], num_envs: int, block_type: type
+) -> dict[Any, Any]:
+    """Fold ``(row, info)`` entries in order, merging blocks batched already."""

@@ -250,7 +250,8 @@ class ProcessPool(Pool):
         remote = [b for b in blocks if self.workers.procs[b]]
         local = len(remote) < len(blocks)
         if want < len(blocks):
-            self.workers.let_run(remote)
+            if local or len(blocks) >= want + 2:  # this process would never wait
+                self.workers.let_run(remote)
             if local:  # block 0 is ready whenever this process can run it: from the first
                 # wait after it was posted, it takes its turn in the order of completion,
                 # after the workers done before, so it neither always comes first nor last

@@ -5,11 +5,13 @@ in as it came and the result is plain (str keys, each followed by its ``_key``
 mask, no object arrays, no empty dicts), its *schema* (each leaf's key path, dtype
 and shape) goes to the parent once over the pipe, together with that step's raw
 infos; on later steps with the same schema only the leaves' bytes travel, written
-into the worker's area of the shared block.  The parent rebuilds the block's dict
-and merges the blocks of all workers into the batch, which equals batching every
-env's info in env order (Gymnasium's ``_add_info``) whenever the blocks agree on
-each leaf's dtype and shape; when they do not, ``merge_block`` says so and the
-caller falls back to the raw infos.
+into the worker's area of the shared block.  The parent merges the blocks of all
+workers (and the raw infos of a block it stepped itself) into the batch in one
+compiled pass, copying each leaf's rows straight from the info area
+(``fastvec._kernels.infos.merge_entries``); that equals batching every env's
+info in env order (Gymnasium's ``_add_info``) whenever the blocks agree on each
+leaf's dtype and shape; when they do not, the kernel says so and the caller
+falls back to the raw infos.
 
 The two ends: :class:`InfoWriter` in the worker, :class:`InfoReader` in the parent.
 """
@@ -21,12 +23,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from fastvec._kernels.infos import add_info, batch_block_infos, batch_infos
+from fastvec._kernels.infos import BlocksDisagree, batch_block_infos, batch_infos, merge_entries
 from fastvec.pool.process.protocol import BlockReply, InfoSchema, Status
 
 __all__ = ["INFO_BYTES", "Block", "InfoReader", "InfoWriter", "Mismatch", "area_views",
-           "batch_entries", "fetch_raw", "leaves_of", "read_block", "schema_of",
-           "write_leaves"]
+           "batch_entries", "fetch_raw", "leaves_of", "schema_of", "write_leaves"]
 
 INFO_BYTES = 16 * 1024  # each worker's info area; bigger infos go over the pipe
 _ALIGN = 16
@@ -36,15 +37,24 @@ Schema = InfoSchema
 
 
 class Block(NamedTuple):
-    """One worker's batched infos, standing for its envs' entries from ``start``."""
+    """One worker's batched infos, standing for its envs' entries from a row: each leaf's
+    key path and its array (a view of the worker's info area, read at once)."""
 
-    infos: dict
+    paths: tuple[Path, ...]
+    views: list[np.ndarray]
     size: int
     worker: int
 
+    @classmethod
+    def of(cls, batched: dict, size: int, worker: int) -> Block:
+        """The block of a batched info dict (plain: see :func:`leaves_of`)."""
+        leaves = leaves_of(batched)
+        assert leaves is not None, "not a plain batched info dict"
+        return cls(tuple(path for path, _ in leaves), [array for _, array in leaves], size,
+                   worker)
 
-class Mismatch(Exception):
-    """Two blocks disagree on a leaf's dtype or shape: batch the raw infos instead."""
+
+Mismatch = BlocksDisagree  # two blocks disagree on a leaf: batch the raw infos instead
 
 
 def leaves_of(batched: dict, prefix: Path = ()) -> list[tuple[Path, np.ndarray]] | None:
@@ -93,56 +103,9 @@ def write_leaves(views: list[np.ndarray], leaves: list[tuple[Path, np.ndarray]])
         np.copyto(view, array)
 
 
-def read_block(schema: Schema, views: list[np.ndarray]) -> dict:
-    """The batched info dict a worker wrote, as fresh arrays (the parent)."""
-    out: dict = {}
-    for (path, _, _), view in zip(schema, views, strict=True):
-        node = out
-        for key in path[:-1]:
-            node = node.setdefault(key, {})
-        node[path[-1]] = view.copy()
-    return out
-
-
 def batch_entries(entries: list, num_envs: int) -> dict:
     """Batch ``(env_index, info)`` entries, some of them ``(start, Block)``; Mismatch if unsure."""
-    if not any(type(info) is Block for _, info in entries):
-        return batch_infos(entries, num_envs)
-    out: dict = {}
-    for index, info in entries:
-        if type(info) is Block:
-            _merge_block(out, info.infos, index, info.size, num_envs, check=True)
-            _merge_block(out, info.infos, index, info.size, num_envs, check=False)
-        else:
-            add_info(out, info, index, num_envs)
-    return out
-
-
-def _merge_block(out: dict, block: dict, start: int, size: int, num_envs: int,
-                 check: bool) -> None:
-    """Put ``block`` (rows ``start:start+size``) into ``out``; with ``check``, only verify."""
-    stop = start + size
-    for key, value in block.items():
-        known = out.get(key)
-        if type(value) is dict:
-            if known is not None and type(known) is not dict:
-                raise Mismatch(key)
-            inner = {} if known is None else known
-            _merge_block(inner, value, start, size, num_envs, check)
-            if not check:
-                out[key] = inner
-            continue
-        if known is None:
-            if not check:
-                known = np.zeros((num_envs, *value.shape[1:]), dtype=value.dtype)
-                known[start:stop] = value
-                out[key] = known
-        elif (type(known) is not np.ndarray or known.dtype != value.dtype
-              or known.shape[1:] != value.shape[1:]):
-            raise Mismatch(key)
-        elif not check:
-            known[start:stop] = value
-            out[key] = known
+    return merge_entries(entries, num_envs, Block)
 
 
 def fetch_raw(entries: list, raw: dict[int, list]) -> list:
@@ -200,23 +163,26 @@ class InfoReader:
         self.areas = areas
         self.raw_only = raw_only
         self.resend = resend
-        self.known: list[tuple[Schema, list[np.ndarray]] | None] = [None] * len(areas)
+        self.known: list[tuple[tuple[Path, ...], list[np.ndarray]] | None] = \
+            [None] * len(areas)
 
     def learn(self, w: int, schema: Schema) -> None:
         """Worker ``w`` writes its infos with ``schema`` from now on."""
         views = area_views(schema, self.areas[w])
-        self.known[w] = None if views is None else (schema, views)
+        self.known[w] = None if views is None else (tuple(path for path, _, _ in schema),
+                                                    views)
 
     def forget(self, w: int) -> None:
         """Worker ``w`` was replaced: it starts without a layout."""
         self.known[w] = None
 
     def read(self, w: int, start: int, size: int) -> tuple[int, Block]:
-        """Worker ``w``'s infos (envs ``start:start+size``) as one entry."""
+        """Worker ``w``'s infos (envs ``start:start+size``) as one entry (views of its
+        area: batch them before the worker steps again)."""
         known = self.known[w]
         if known is None:
             raise RuntimeError(f"worker {w} reported infos in its area before their layout")
-        return start, Block(read_block(*known), size, w)
+        return start, Block(known[0], known[1], size, w)
 
     def batch(self, entries: list, num_envs: int, position: dict[int, int] | None = None
               ) -> dict:

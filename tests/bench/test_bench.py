@@ -1,0 +1,636 @@
+"""The benchmark command (a tiny run) and its synthetic workload envs."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import subprocess
+import sys
+import time
+import warnings
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium import spaces
+from gymnasium.utils.env_checker import check_env, data_equivalence
+
+from fastvec.bench import cli, envs, report, systems
+from fastvec.bench.envs import (
+    EPISODE_LENGTH,
+    AtariLikeEnv,
+    DictObsEnv,
+    HeavyEnv,
+    InfoEnv,
+    LongTailEnv,
+    StepCost,
+)
+from fastvec.bench.workloads import WORKLOADS
+
+ROOT = Path(__file__).resolve().parents[2]
+SYNTHETIC = [AtariLikeEnv, DictObsEnv, InfoEnv, HeavyEnv, LongTailEnv]
+NEW_FASTVEC_SYSTEMS = [
+    "fastvec-subproc",
+    "fastvec-async",
+    "fastvec-local",
+    "fastvec-local-async",
+    "fastvec-subproc-w4",
+    "fastvec-async-w4",
+    "fastvec-subproc-w8",
+    "fastvec-async-w8",
+]
+
+
+@pytest.mark.parametrize("env_cls", SYNTHETIC)
+def test_synthetic_env_passes_check_env(env_cls: type[gym.Env]) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check_env(env_cls(), skip_render_check=True)
+
+
+def test_synthetic_spaces() -> None:
+    assert AtariLikeEnv().observation_space == spaces.Box(0, 255, (84, 84, 4), np.uint8)
+    assert AtariLikeEnv().action_space == spaces.Discrete(6)
+    dict_space = DictObsEnv().observation_space
+    assert isinstance(dict_space, spaces.Dict)
+    assert dict_space["image"] == spaces.Box(0, 255, (64, 64, 3), np.uint8)
+    assert dict_space["vec"] == spaces.Box(-1.0, 1.0, (32,), np.float32)
+    assert dict_space["mask"] == spaces.MultiBinary(8)
+    assert dict_space["mode"] == spaces.Discrete(10)
+    assert isinstance(DictObsEnv().action_space, spaces.Discrete)
+    assert isinstance(InfoEnv().observation_space, spaces.Box)
+    for env_cls in (HeavyEnv, LongTailEnv):
+        assert env_cls().observation_space == spaces.Box(-1.0, 1.0, (4,), np.float32)
+        assert env_cls().action_space == spaces.Discrete(2)
+
+
+def _rollout(env: gym.Env, seed: int, steps: int) -> list[tuple]:
+    """Every reset and step output, copied, with actions drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    out: list[tuple] = [env.reset(seed=seed)]
+    for _ in range(steps):
+        obs, reward, term, trunc, info = env.step(np.int64(rng.integers(env.action_space.n)))
+        assert env.observation_space.contains(obs)
+        out.append((obs, reward, term, trunc, info))
+        if term or trunc:
+            out.append(env.reset())
+    return out
+
+
+@pytest.mark.parametrize("env_cls", SYNTHETIC)
+def test_synthetic_env_is_deterministic_given_seed(env_cls: type[gym.Env]) -> None:
+    steps = 2 * EPISODE_LENGTH[1] + 1  # crosses at least two resets
+    first, second = _rollout(env_cls(), 3, steps), _rollout(env_cls(), 3, steps)
+    assert data_equivalence(first, second, exact=True)
+    assert not data_equivalence(first, _rollout(env_cls(), 4, steps))
+
+
+@pytest.mark.parametrize("env_cls", SYNTHETIC)
+def test_synthetic_episode_length_is_seeded_and_in_range(env_cls: type[gym.Env]) -> None:
+    lengths = []
+    for seed in range(5):
+        env = env_cls()
+        env.reset(seed=seed)
+        steps, done = 0, False
+        while not done:
+            _, _, done, _, _ = env.step(np.int64(0))
+            steps += 1
+        lengths.append(steps)
+    assert all(EPISODE_LENGTH[0] <= n <= EPISODE_LENGTH[1] for n in lengths)
+    assert len(set(lengths)) > 1
+
+
+def test_synthetic_observations_change_every_step() -> None:
+    for env_cls in SYNTHETIC:
+        env = env_cls()
+        before, _ = env.reset(seed=0)
+        after = env.step(np.int64(1))[0]
+        assert not data_equivalence(before, after), env_cls.__name__
+
+
+def test_info_env_reports_four_typed_keys() -> None:
+    env = InfoEnv()
+    _, info = env.reset(seed=0)
+    *_, info = env.step(np.int64(1))
+    assert set(info) == {"count", "score", "flag", "vector"}
+    assert isinstance(info["count"], int) and isinstance(info["score"], float)
+    assert isinstance(info["flag"], bool)
+    assert info["vector"].dtype == np.float32 and info["vector"].shape == (3,)
+
+
+@pytest.mark.parametrize("name", [n for n, w in WORKLOADS.items() if not w.game])
+def test_workload_runs_in_gymnasium_vector_env(name: str) -> None:
+    workload = WORKLOADS[name]
+    why = cli.workload_unavailable_reason(name)
+    if why:
+        pytest.skip(why)
+    vec = gym.vector.SyncVectorEnv([workload.make_env] * 2)
+    try:
+        vec.reset(seed=0)
+        for _ in range(3):
+            vec.step(vec.action_space.sample())
+    finally:
+        vec.close()
+
+
+@pytest.mark.parametrize("name", [n for n, w in WORKLOADS.items() if w.game])
+def test_game_workload_passes_pettingzoo_api_test_and_runs_as_rows(name: str) -> None:
+    why = cli.workload_unavailable_reason(name)
+    if why:
+        pytest.skip(why)
+    from pettingzoo.test import parallel_api_test
+
+    import fastvec
+
+    parallel_api_test(WORKLOADS[name].make_env(), num_cycles=300)
+    vec = fastvec.SyncVecEnv([WORKLOADS[name].make_env] * 2)
+    try:
+        vec.reset(seed=0)
+        assert vec.num_envs == 4
+        for _ in range(3):
+            vec.step(vec.action_space.sample())
+    finally:
+        vec.close()
+
+
+@pytest.mark.parametrize("system", ["plain", "fastvec-sync", "supersuit"])
+def test_measure_a_game_workload_counts_agent_steps(system: str) -> None:
+    if cli.workload_unavailable_reason("duel") or cli.unavailable_reason(system):
+        pytest.skip("needs pettingzoo (and supersuit)")
+    record = cli.measure(system, "duel", seconds=0.02, warmup=0.0, seed=0)
+    assert record["env_steps"] == record["batches"] * 2 * WORKLOADS["duel"].num_envs
+    assert not systems.SYSTEMS["gymnasium-sync"].runs_on("duel")
+    assert not systems.SYSTEMS["supersuit"].runs_on("cartpole")
+
+
+def test_measure_plain_in_process() -> None:
+    record = cli.measure("plain", "info", seconds=0.02, warmup=0.0, seed=0)
+    assert record["env_steps"] > 0 and record["rate"] > 0
+
+
+def test_table_ratios_and_notes() -> None:
+    cells = {
+        ("atari", "plain"): report.Cell("atari", "plain", [{"rate": 100.0}, {"rate": 300.0}]),
+        ("atari", "gymnasium-sync"): report.Cell("atari", "gymnasium-sync", [{"rate": 50.0}]),
+        ("atari", "other"): report.Cell("atari", "other", error="unavailable: ImportError: x"),
+    }
+    assert report.ratio(cells, cells["atari", "gymnasium-sync"], "plain") == 0.25
+    assert report.ratio(cells, cells["atari", "other"], "plain") is None
+    table = report.format_table(cells)
+    assert "200" in table and "0.25x" in table and "4.00x" in table
+    assert "unavailable: ImportError: x" in table
+
+
+def test_a_loader_that_raises_marks_the_system_unavailable(monkeypatch) -> None:
+    def load() -> systems.Builder:
+        raise ImportError("No module named 'nothere'")
+
+    monkeypatch.setitem(systems.SYSTEMS, "nothere", systems.System("nothere", "test", load))
+    reason = cli.unavailable_reason("nothere")
+    assert reason == "unavailable: ImportError: No module named 'nothere'"
+    assert cli.unavailable_reason("plain") is None
+
+
+def test_unknown_names_are_rejected() -> None:
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--workloads", "atari,nope"])
+
+
+def test_plot_is_written(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    cells = {("atari", "plain"): report.Cell("atari", "plain", [{"rate": 1e5}])}
+    report.write_plot(str(tmp_path / "b.png"), cells, ["atari"], "test")
+    assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_run_interleaves_repeats_and_skips_a_failed_system(monkeypatch) -> None:
+    def broken() -> systems.Builder:
+        raise ImportError("not installed")
+
+    monkeypatch.setitem(systems.SYSTEMS, "broken", systems.System("broken", "test", broken))
+    calls = []
+
+    def fake_child(system: str, workload: str, args) -> dict[str, float]:
+        calls.append(system)
+        if system == "gymnasium-sync":
+            raise RuntimeError("boom")
+        return {"rate": 10.0}
+
+    monkeypatch.setattr(cli, "_run_child", fake_child)
+    args = cli.parse_args(["--workloads=info", "--systems=plain,gymnasium-sync,broken"])
+    cells = cli.run(args)
+    # Round 1 runs both loadable systems, then the failed one is skipped; order rotates.
+    assert calls == ["plain", "gymnasium-sync", "plain", "plain"]
+    assert cells["info", "plain"].median == 10.0
+    assert cells["info", "gymnasium-sync"].error == "failed: boom"
+    assert cells["info", "broken"].error == "unavailable: ImportError: not installed"
+
+
+def test_command_smoke(tmp_path: Path) -> None:
+    out = tmp_path / "bench.json"
+    args = ["--workloads=atari,info", "--systems=plain,gymnasium-sync", "--repeats=2"]
+    args += ["--seconds=0.05", "--warmup=0.01", f"--json={out}"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastvec.bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "vs gymnasium-sync" in proc.stdout and "load average after" in proc.stdout
+    assert "[8/8] " in proc.stderr  # the progress fallback: stderr is not a terminal
+    written = json.loads(out.read_text())
+    assert written["machine"]["cpu_count"] >= 1 and len(written["load_before"]) == 3
+    results = {(r["workload"], r["system"]): r for r in written["results"]}
+    assert set(results) == {(w, s) for w in ("atari", "info") for s in ("plain", "gymnasium-sync")}
+    for r in results.values():
+        assert r["error"] is None, r["error"]
+        assert len(r["repeats"]) == 2 and r["median"] > 0
+        assert r["repeats"][0]["cpu_seconds"] > 0
+    assert results["atari", "plain"]["vs_plain"] == 1.0
+    assert results["info", "gymnasium-sync"]["vs_gymnasium-sync"] == 1.0
+
+
+# ------------------------------------------------------- CPU-burning workloads
+
+
+def _step_costs(monkeypatch, env_cls: type, seed: int, steps: int) -> np.ndarray:
+    """The cost each step asked to burn (burning replaced by a no-op)."""
+    asked: list[float] = []
+    monkeypatch.setattr(envs, "burn", asked.append)
+    env = env_cls()
+    env.reset(seed=seed)
+    for _ in range(steps):
+        if env.step(np.int64(0))[2]:
+            env.reset()
+    return np.array(asked)
+
+
+@pytest.mark.parametrize(("env_cls", "sigma"), [(LongTailEnv, 1.0), (HeavyEnv, 0.1)])
+def test_step_cost_distribution(monkeypatch, env_cls: type, sigma: float) -> None:
+    costs = _step_costs(monkeypatch, env_cls, seed=0, steps=40_000)
+    assert env_cls.cost == StepCost(300.0, sigma)
+    assert costs.mean() == pytest.approx(300.0, rel=0.05)
+    assert np.log(costs).std() == pytest.approx(sigma, rel=0.05)
+    assert np.median(costs) == pytest.approx(300.0 * math.exp(-(sigma**2) / 2), rel=0.05)
+
+
+def test_step_costs_are_seeded_per_env(monkeypatch) -> None:
+    first = _step_costs(monkeypatch, LongTailEnv, seed=1, steps=300)
+    again = _step_costs(monkeypatch, LongTailEnv, seed=1, steps=300)
+    other = _step_costs(monkeypatch, LongTailEnv, seed=2, steps=300)
+    assert np.array_equal(first, again) and not np.array_equal(first, other)
+
+
+def test_burn_takes_roughly_the_asked_time() -> None:
+    # The fastest of several runs is close to the calibrated cost even on a busy machine.
+    best = math.inf
+    for _ in range(20):
+        start = time.perf_counter()
+        envs.burn(300.0)
+        best = min(best, time.perf_counter() - start)
+    assert 100e-6 < best < 3e-3
+
+
+def test_spin_rate_can_be_preset(monkeypatch) -> None:
+    envs.spin_rate.cache_clear()
+    monkeypatch.setenv(envs.SPIN_RATE_VAR, "12.5")
+    try:
+        assert envs.spin_rate() == 12.5
+    finally:
+        envs.spin_rate.cache_clear()
+
+
+# ------------------------------------------------- systems, defaults, latency
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("name", NEW_FASTVEC_SYSTEMS)
+def test_fastvec_subprocess_systems_smoke(name: str) -> None:
+    record = cli.measure(name, "heavy", seconds=0.05, warmup=0.02, seed=0)
+    per_step = 4 if "async" in name else 8  # async: batch_size = num_envs // 2
+    assert record["batches"] > 0 and record["env_steps"] == per_step * record["batches"]
+    assert 0 < record["p50_us"] <= record["p99_us"]
+
+
+@pytest.mark.subprocess
+def test_gymnasium_async_smoke() -> None:
+    record = cli.measure("gymnasium-async", "info", seconds=0.05, warmup=0.0, seed=0)
+    assert record["env_steps"] == 16 * record["batches"] > 0
+
+
+def test_recv_send_driver_sends_each_batch_its_actions() -> None:
+    class FakeAsync:
+        def __init__(self) -> None:
+            self.sent: list[tuple] = []
+
+        def recv(self) -> tuple:
+            return None, None, None, None, {}, np.array([2, 3])
+
+        def send(self, actions: np.ndarray, env_ids: np.ndarray) -> None:
+            self.sent.append((actions.tolist(), env_ids.tolist()))
+
+    fake = FakeAsync()
+    driver = systems.RecvSendDriver(fake, 4)
+    assert driver.step(np.array([5, 6, 7, 8])) == 2
+    assert fake.sent == [([5, 6], [2, 3])]
+
+
+def test_sb3_driver_seeds_before_reset() -> None:
+    calls: list[tuple] = []
+
+    class FakeSB3:
+        def seed(self, seed: int) -> None:
+            calls.append(("seed", seed))
+
+        def reset(self) -> None:
+            calls.append(("reset",))
+
+    systems.SB3Driver(FakeSB3(), 2).reset(7)
+    assert calls == [("seed", 7), ("reset",)]
+
+
+OPTIONAL = {
+    "sb3-subproc": "stable_baselines3",
+    "pufferlib-mp": "pufferlib",
+    "pufferlib-async": "pufferlib",
+}
+
+
+@pytest.mark.parametrize("name", list(OPTIONAL))
+def test_an_absent_optional_package_makes_its_system_unavailable(monkeypatch, name) -> None:
+    package = OPTIONAL[name]
+    for module in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        monkeypatch.setitem(sys.modules, module, None)  # imports of it now fail,
+    monkeypatch.setitem(sys.modules, package, None)  # even when imported before
+    reason = cli.unavailable_reason(name)
+    assert reason is not None and reason.startswith("unavailable: ModuleNotFoundError")
+
+    def fake_child(system: str, workload: str, args) -> dict[str, float]:
+        return {"rate": 1.0, "p50_us": 1.0, "p99_us": 2.0}
+
+    monkeypatch.setattr(cli, "_run_child", fake_child)
+    cells = cli.run(cli.parse_args(["--workloads=info", f"--systems=plain,{name}"]))
+    assert cells["info", name].error == reason and cells["info", name].median is None
+    assert cells["info", "plain"].median == 1.0
+    assert "unavailable: ModuleNotFoundError" in report.format_table(cells)
+
+
+def test_command_with_absent_optional_systems_does_not_crash(tmp_path: Path) -> None:
+    absent = [n for n, module in OPTIONAL.items() if importlib.util.find_spec(module) is None]
+    if not absent:
+        pytest.skip("every optional package is installed here")
+    out = tmp_path / "bench.json"
+    args = ["--workloads=info", f"--systems=plain,{','.join(absent)}", "--repeats=1"]
+    args += ["--seconds=0.02", "--warmup=0", f"--json={out}"]
+    proc = subprocess.run(
+        [sys.executable, "-m", "fastvec.bench", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    for name in absent:
+        assert f"note: skipping {name}: unavailable" in proc.stdout
+    results = {r["system"]: r for r in json.loads(out.read_text())["results"]}
+    assert results["plain"]["median"] > 0 and results["plain"]["p99_us"] > 0
+    assert all(results[n]["error"].startswith("unavailable: ") for n in absent)
+
+
+def test_default_and_full_selections() -> None:
+    quick = cli.parse_args([])
+    assert quick.workloads == ["cartpole", "atari", "dict", "info"]
+    assert quick.systems == [
+        "plain",
+        "gymnasium-sync",
+        "fastvec-sync",
+        "fastvec-subproc",
+        "fastvec-local",
+        "gymnasium-async",
+    ]
+    full = cli.parse_args(["--full"])
+    everything_but_pong = [w for w, spec in WORKLOADS.items() if spec.tier != "named"]
+    assert "pong" not in everything_but_pong
+    assert full.workloads == everything_but_pong
+    assert set(quick.systems) < set(full.systems)
+    assert {"fastvec-async", "fastvec-local-async", "fastvec-sync-nocopy", "sb3-subproc",
+            "envpool"} <= set(full.systems)
+    assert not any(n.endswith(("-w4", "-w8")) for n in full.systems)
+    named = cli.parse_args(["--full", "--systems=fastvec-async-w8"])
+    assert named.systems == ["fastvec-async-w8"] and named.workloads == everything_but_pong
+    assert cli.parse_args(["--workloads=pong"]).workloads == ["pong"]
+    assert WORKLOADS["pong"].tier == "named" and WORKLOADS["pong"].num_envs == 8
+    assert WORKLOADS["heavy"].num_envs == WORKLOADS["jitter"].num_envs == 8
+
+
+def test_step_for_records_each_step_duration() -> None:
+    class Counting:
+        def step(self, actions: np.ndarray) -> int:
+            return 3
+
+    steps, durations, elapsed = cli._step_for(Counting(), [np.zeros(3)], 0.01)
+    assert steps == 3 * len(durations) and len(durations) > 0
+    assert sum(durations) == pytest.approx(elapsed)
+
+
+def test_table_and_json_show_latency_percentiles(tmp_path: Path) -> None:
+    records = [{"rate": 10.0, "p50_us": p50, "p99_us": 10 * p50} for p50 in (100.0, 300.0, 200.0)]
+    cells = {("info", "plain"): report.Cell("info", "plain", records)}
+    assert cells["info", "plain"].latency("p50_us") == 200.0
+    table = report.format_table(cells)
+    assert "p50 us" in table and "p99 us" in table and "2,000" in table
+    report.write_json(str(tmp_path / "r.json"), cli.parse_args([]), cells, {})
+    result = json.loads((tmp_path / "r.json").read_text())["results"][0]
+    assert result["p50_us"] == 200.0 and result["p99_us"] == 2000.0
+
+
+# ------------------------------------------------------------ a policy in the loop
+
+
+class _Recorder:
+    """Stands in for a vector env (sync and async API); records the calls."""
+
+    def __init__(self, batch: int) -> None:
+        self.batch, self.calls = batch, []
+
+    def step(self, actions: np.ndarray) -> None:
+        self.calls.append(("step", len(actions)))
+
+    def recv(self) -> tuple:
+        self.calls.append(("recv",))
+        ids = np.arange(self.batch)
+        return None, np.zeros(self.batch), None, None, {}, ids
+
+    def send(self, actions: np.ndarray, env_ids: np.ndarray | None = None) -> None:
+        self.calls.append(("send", len(actions)))
+
+
+def _burns(monkeypatch, calls: list) -> None:
+    monkeypatch.setattr(envs, "burn", lambda us: calls.append(("burn", us)))
+
+
+def test_policy_is_burnt_before_a_sync_step_for_all_envs(monkeypatch) -> None:
+    fake = _Recorder(8)
+    _burns(monkeypatch, fake.calls)
+    driver = systems.VectorDriver(fake, 8)
+    driver.step(np.zeros(8))  # policy_us 0: nothing burnt
+    driver.policy_us = 1000.0
+    driver.step(np.zeros(8))
+    assert fake.calls == [("step", 8), ("burn", 1000.0), ("step", 8)]
+
+
+def test_policy_is_burnt_between_recv_and_send_pro_rata(monkeypatch) -> None:
+    fake = _Recorder(2)
+    _burns(monkeypatch, fake.calls)
+    driver = systems.RecvSendDriver(fake, 8)
+    driver.policy_us = 1000.0
+    assert driver.step(np.zeros(8)) == 2
+    assert fake.calls == [("recv",), ("burn", 250.0), ("send", 2)]
+
+
+def test_policy_in_plain_loop_and_pufferlib_drivers(monkeypatch) -> None:
+    calls: list = []
+    _burns(monkeypatch, calls)
+    plain = systems.PlainLoop([InfoEnv] * 4)
+    plain.reset(0)
+    plain.policy_us = 400.0
+    plain.step(np.ones(4, dtype=np.int64))
+    assert calls == [("burn", 400.0)]
+    fake = _Recorder(3)
+    _burns(monkeypatch, fake.calls)
+    puffer = systems.PufferDriver(fake, 6, batched=True)
+    puffer.policy_us = 600.0
+    assert puffer.step(np.zeros(6)) == 3
+    assert fake.calls == [("recv",), ("burn", 300.0), ("send", 3)]
+
+
+def test_measure_records_the_policy_and_it_slows_the_step() -> None:
+    free = cli.measure("plain", "info", seconds=0.05, warmup=0.0, seed=0)
+    busy = cli.measure("plain", "info", seconds=0.05, warmup=0.0, seed=0, policy_us=2000.0)
+    assert free["policy_us"] == 0.0 and busy["policy_us"] == 2000.0
+    # 2 ms asked; the machine's speed may wander from its calibration by up to ~2x.
+    assert busy["p50_us"] > 500.0 > free["p50_us"]
+
+
+def test_policy_us_goes_to_the_children_and_the_json(monkeypatch, tmp_path: Path) -> None:
+    seen: list[list[str]] = []
+
+    class Done:
+        stdout = cli.RESULT_MARK + json.dumps({"rate": 1.0})
+        stderr, returncode = "", 0
+
+    def fake_run(cmd, **kwargs):
+        seen.append(cmd)
+        return Done()
+
+    monkeypatch.setattr(cli.subprocess, "run", fake_run)
+    args = cli.parse_args(["--workloads=info", "--systems=plain", "--policy-us=750"])
+    cells = cli.run(args)
+    assert seen and "--policy-us=750.0" in seen[0]
+    report.write_json(str(tmp_path / "r.json"), args, cells, {})
+    assert json.loads((tmp_path / "r.json").read_text())["settings"]["policy_us"] == 750.0
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--policy-us=-1"])
+
+
+def test_help_documents_the_new_options(capsys) -> None:
+    with pytest.raises(SystemExit):
+        cli.parse_args(["--help"])
+    text = capsys.readouterr().out
+    assert "--policy-us N" in text and "N * k / num_envs" in text
+    assert "fastvec[atari]" in text and "pong" in text and "envpool" in text
+    assert "fastvec-local" in text and "fastvec-local-async" in text
+
+
+# ---------------------------------------------------------------- pong, EnvPool
+
+
+def _hide(monkeypatch, package: str) -> None:
+    for module in [m for m in sys.modules if m == package or m.startswith(package + ".")]:
+        monkeypatch.setitem(sys.modules, module, None)
+    monkeypatch.setitem(sys.modules, package, None)
+
+
+def test_pong_without_ale_py_is_skipped_with_the_reason(monkeypatch) -> None:
+    _hide(monkeypatch, "ale_py")
+    reason = cli.workload_unavailable_reason("pong")
+    assert reason is not None and reason.startswith("unavailable: ModuleNotFoundError")
+    assert "fastvec[atari]" in reason
+
+    def fake_child(system: str, workload: str, args) -> dict[str, float]:
+        assert workload != "pong"
+        return {"rate": 1.0}
+
+    monkeypatch.setattr(cli, "_run_child", fake_child)
+    cells = cli.run(cli.parse_args(["--workloads=info,pong", "--systems=plain,fastvec-local"]))
+    assert cells["pong", "plain"].error == reason == cells["pong", "fastvec-local"].error
+    assert cells["info", "plain"].median == 1.0
+    assert reason in report.format_table(cells)
+
+
+def test_envpool_runs_only_on_pong(monkeypatch, capsys) -> None:
+    assert systems.SYSTEMS["envpool"].workloads == ("pong",)
+    assert not systems.SYSTEMS["envpool"].runs_on("info")
+    assert systems.SYSTEMS["plain"].runs_on("pong")
+    monkeypatch.setattr(cli, "_run_child", lambda s, w, a: {"rate": 1.0})
+    monkeypatch.setattr(cli, "unavailable_reason", lambda name: None)
+    cells = cli.run(cli.parse_args(["--workloads=info", "--systems=plain,envpool"]))
+    assert set(cells) == {("info", "plain")}
+    assert "note: envpool runs only on pong, which is not selected" in capsys.readouterr().out
+    with pytest.raises(ValueError, match="runs only on pong"):
+        cli.measure("envpool", "info", seconds=0.01, warmup=0.0, seed=0)
+
+
+def test_absent_envpool_is_unavailable(monkeypatch) -> None:
+    _hide(monkeypatch, "envpool")
+    reason = cli.unavailable_reason("envpool")
+    assert reason is not None and reason.startswith("unavailable: ModuleNotFoundError")
+    monkeypatch.setattr(cli, "workload_unavailable_reason", lambda name: None)
+    monkeypatch.setattr(cli, "_run_child", lambda s, w, a: {"rate": 1.0})
+    cells = cli.run(cli.parse_args(["--workloads=pong", "--systems=plain,envpool"]))
+    assert cells["pong", "envpool"].error == reason and cells["pong", "plain"].median == 1.0
+
+
+def test_pong_workload_matches_the_brief() -> None:
+    pytest.importorskip("ale_py")
+    pytest.importorskip("cv2")
+    env = WORKLOADS["pong"].make_env()
+    try:
+        assert env.observation_space == spaces.Box(0, 255, (4, 84, 84), np.uint8)
+        assert env.action_space == spaces.Discrete(6)
+        assert env.unwrapped.spec.id == "ALE/Pong-v5"
+        assert env.unwrapped._frameskip == 1
+        first, _ = env.reset(seed=0)
+        again, _ = WORKLOADS["pong"].make_env().reset(seed=0)
+        assert np.array_equal(first, again)
+    finally:
+        env.close()
+
+
+@pytest.mark.subprocess
+@pytest.mark.parametrize("name", ["plain", "fastvec-local"])
+def test_pong_smoke(name: str) -> None:
+    pytest.importorskip("ale_py")
+    pytest.importorskip("cv2")
+    record = cli.measure(name, "pong", seconds=0.05, warmup=0.0, seed=0)
+    assert record["env_steps"] == 8 * record["batches"] > 0
+
+
+def test_envpool_pong_settings_match_the_workload() -> None:
+    envpool = pytest.importorskip("envpool")
+    pytest.importorskip("ale_py")
+    config = envpool.make_spec("Pong-v5", **systems.ENVPOOL_PONG).config
+    for key, value in systems.ENVPOOL_PONG.items():
+        assert getattr(config, key) == value, key
+    record = cli.measure("envpool", "pong", seconds=0.05, warmup=0.0, seed=0)
+    assert record["env_steps"] == 8 * record["batches"] > 0
+    pool = envpool.make("Pong-v5", env_type="gymnasium", num_envs=2, **systems.ENVPOOL_PONG)
+    try:
+        assert pool.observation_space == WORKLOADS["pong"].make_env().observation_space
+        assert pool.action_space.n == 6
+    finally:
+        pool.close()

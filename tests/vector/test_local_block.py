@@ -1,0 +1,195 @@
+"""SubprocVecEnv(local_block=True): the trainer's process steps the first block itself.
+
+Results are bit-identical to Gymnasium's SyncVectorEnv in every autoreset mode,
+with and without copies, with async batches (which take the local block in its
+turn, never starving it or the workers); a local env that raises gives the
+WorkerError a worker's env would (``worker_index=None``), and restart rebuilds
+the local envs in place.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import warnings
+
+import gymnasium as gym
+import numpy as np
+import pytest
+from gymnasium.vector import AutoresetMode, SyncVectorEnv
+
+import fastvec
+from fastvec.errors import FastVecError, WorkerError
+from tests.support.compare import assert_tree_equal, check_attributes, run_parity
+from tests.support.envs import (
+    CountingEnv,
+    DictCountingEnv,
+    EnvBoom,
+    ObjectSpaceEnv,
+    ProbeEnv,
+    RaisingEnv,
+    SyntheticEnv,
+    gym_fns,
+    make_fns,
+)
+
+pytestmark = [pytest.mark.subprocess, pytest.mark.fastvec_only]
+
+MODES = [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP, AutoresetMode.DISABLED]
+CASES = {
+    "counting": (lambda n: make_fns(CountingEnv, n, per_env={"episode_len": [2, 3, 5, 4, 6, 7]
+                                                            [:n]}), 40),
+    "dict_counting": (lambda n: make_fns(DictCountingEnv, n, per_env={"episode_len": [3] * n}),
+                      30),
+    "cartpole": (lambda n: gym_fns("CartPole-v1", n), 120),
+    "synthetic_dict_infos": (lambda n: make_fns(SyntheticEnv, n, layout="dict",
+                                                action_kind="box"), 50),
+    "object_text": (lambda n: make_fns(ObjectSpaceEnv, n, kind="text", info_kind="rich"), 40),
+}
+
+
+@pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
+@pytest.mark.parametrize("case", list(CASES))
+def test_parity_with_sync_vector_env(make_subproc, make_ref, case, mode):
+    fns, steps = CASES[case]
+    copy = case != "counting"  # views too
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the object-path warning is tested elsewhere
+        vec = make_subproc(fns(5), num_workers=2, local_block=True, context="fork",
+                           autoreset_mode=mode, copy=copy)
+    ref = make_ref(fns(5), autoreset_mode=mode, copy=copy)
+    check_attributes(vec, ref, mode)
+    assert run_parity(vec, ref, mode=mode, copy=copy, steps=steps) > 0
+
+
+@pytest.mark.parametrize("context", ["spawn", "forkserver"])
+def test_parity_other_contexts_and_episode_statistics(make_subproc, make_vec, context):
+    fns = CASES["counting"][0](4)
+    vec = make_subproc(fns, num_workers=1, local_block=True, context=context,
+                       episode_statistics=True)
+    ref = make_vec(fns, episode_statistics=True)
+    out, exp = vec.reset(seed=3), ref.reset(seed=3)
+    for t in range(20):
+        actions = np.full(4, t % 2)
+        out, exp = vec.step(actions), ref.step(actions)
+        for infos in (out[4], exp[4]):
+            infos.get("episode", {}).pop("t", None)
+        assert_tree_equal(out, exp, f"step {t}")
+
+
+def test_async_batches_match_per_env_and_take_turns(make_subproc, make_vec):
+    fns = CASES["counting"][0](6)
+    vec = make_subproc(fns, num_workers=2, local_block=True, batch_size=2, context="fork")
+    ref = make_vec(fns)
+    ref_obs, _ = ref.reset(seed=0)
+    vec.async_reset(seed=0)
+    seen = collections.Counter()
+    steps = np.zeros(6, np.int64)
+    history: dict[int, list] = {i: [ref_obs[i].tolist()] for i in range(6)}
+    got: dict[int, list] = {i: [] for i in range(6)}
+    for _ in range(60):
+        obs, rewards, term, trunc, infos, ids = vec.recv()
+        seen[int(ids[0]) // 2] += 1
+        for k, i in enumerate(ids):
+            got[int(i)].append(obs[k].tolist())
+        vec.send(np.ones(len(ids), np.int64), ids)
+        steps[ids] += 1
+    assert set(seen) == {0, 1, 2}, f"a block never came back: {seen}"
+    # Each env saw the trajectory a synchronous loop gives it.
+    for _ in range(int(steps.max())):
+        obs = ref.step(np.ones(6, np.int64))[0]
+        for i in range(6):
+            history[i].append(obs[i].tolist())
+    for i in range(6):
+        assert got[i] == history[i][:len(got[i])], f"env {i}"
+
+
+def test_views_with_copy_false_share_the_batch(make_subproc):
+    vec = make_subproc(make_fns(CountingEnv, 4), num_workers=1, local_block=True, copy=False,
+                       context="fork")
+    obs, _ = vec.reset(seed=0)
+    again, *_ = vec.step(np.zeros(4, np.int64))
+    assert np.shares_memory(obs, again)  # one batch: local rows and the workers' rows
+
+
+def test_control_calls_reach_local_and_worker_envs(make_subproc):
+    fns = make_fns(ProbeEnv, 4)
+    vec = make_subproc(fns, num_workers=1, local_block=True, context="fork")
+    pids = [p["pid"] for p in vec.call("process")]
+    assert pids[0] == pids[1] != pids[2] == pids[3]  # envs 0, 1 here; 2, 3 in the worker
+    assert vec.get_attr("env_id") == (0, 1, 2, 3)
+    vec.set_attr("env_id", [10, 11, 12, 13])
+    assert vec.call_each(lambda env: env.env_id, indices=[3, 0]) == (13, 10)
+    with pytest.raises(WorkerError, match=r"env 1 \(local block\) raised EnvBoom") as caught:
+        vec.call("fail_if", [11, 12])  # lowest env first, though both raise
+    assert caught.value.worker_index is None and isinstance(caught.value.__cause__, EnvBoom)
+    assert vec.get_attr("env_id") == (10, 11, 12, 13)  # still usable
+
+
+def test_local_env_raising_in_step_is_a_worker_error(make_subproc):
+    fns = make_fns(RaisingEnv, 4, per_env={"faulty": [False, True, False, False]},
+                   raise_at=3)
+    vec = make_subproc(fns, num_workers=1, local_block=True, context="fork")
+    vec.reset(seed=0)
+    vec.step(np.zeros(4, np.int64))
+    with pytest.raises(WorkerError, match=r"env 1 \(local block\) raised EnvBoom during "
+                                          r"a step") as caught:
+        for _ in range(3):
+            vec.step(np.zeros(4, np.int64))
+    error = caught.value
+    assert (error.env_index, error.worker_index, error.exitcode) == (1, None, None)
+    assert isinstance(error.__cause__, EnvBoom)
+    vec.reset(seed=0)  # usable, as after a worker's env raised
+    vec.step(np.zeros(4, np.int64))
+
+
+def test_restart_rebuilds_the_local_envs_in_place(make_subproc):
+    fns = make_fns(RaisingEnv, 4, per_env={"faulty": [True, False, False, False]},
+                   raise_at=2)
+    vec = make_subproc(fns, num_workers=1, local_block=True, context="fork",
+                       on_worker_failure="restart")
+    vec.reset(seed=0)
+    vec.step(np.zeros(4, np.int64))
+    obs, rewards, term, trunc, infos = vec.step(np.zeros(4, np.int64))
+    assert trunc.tolist() == [True, True, False, False]
+    assert rewards[:2].tolist() == [0.0, 0.0]
+    assert infos["worker_restarted"].tolist() == [True, True, False, False]
+    obs, *_ = vec.step(np.zeros(4, np.int64))  # the rebuilt envs step on
+
+
+def test_local_env_failing_to_build_is_a_worker_error_and_leaves_nothing(make_subproc):
+    fns = [functools.partial(divmod, 1, 0)] + make_fns(CountingEnv, 3)
+    with pytest.raises(WorkerError, match=r"env 0 \(local block\) raised ZeroDivisionError "
+                                          "during building its envs"):
+        make_subproc(fns, num_workers=1, local_block=True, context="fork")
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"num_workers": 4}, r"num_workers in \[1, 3\] with local_block=True"),
+    ({"num_workers": 1, "batch_size": 1}, r"multiple of num_envs // \(num_workers \+ 1\) = 2"),
+    ({"num_workers": 2, "batch_size": 2}, r"not divisible by num_workers \+ 1 = 3"),
+])
+def test_bad_arguments_say_what_works(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fastvec.SubprocVecEnv(make_fns(CountingEnv, 4), local_block=True, **kwargs)
+
+
+def test_make_passes_local_block_through():
+    with fastvec.make("CartPole-v1", 4, backend="subproc",
+                      vector_kwargs={"local_block": True, "num_workers": 1,
+                                     "context": "fork"}) as vec:
+        assert vec.local_block and vec.num_workers == 1
+        obs, _ = vec.reset(seed=0)
+        ref = SyncVectorEnv([lambda: gym.make("CartPole-v1")] * 4)
+        assert_tree_equal(obs, ref.reset(seed=0)[0])
+        ref.close()
+
+
+def test_unusable_after_a_worker_dies_even_with_a_local_block(make_subproc):
+    vec = make_subproc(make_fns(CountingEnv, 4), num_workers=1, local_block=True,
+                       context="fork")
+    vec.reset(seed=0)
+    with pytest.raises(WorkerError, match="worker 0 exited with code 3 during call_each"):
+        vec.call_each(lambda env: __import__("os")._exit(3), indices=[3])
+    with pytest.raises(FastVecError, match="unusable"):
+        vec.step(np.zeros(4, np.int64))
