@@ -82,6 +82,7 @@ class ProcessPool(Pool):
         self._shared: SharedBlock | None = None
         self._posted_at = np.zeros(len(bounds))  # monotonic time of each worker's command
         self._next_check = 0.0  # monotonic time of the next liveness/deadline check
+        self._cpus = len(os.sched_getaffinity(0))  # the cores this process may use
         self._env_fns_bytes = [cloudpickle.dumps(list(env_fns[a:b])) for a, b in bounds]
         try:
             for w, fns in enumerate(self._env_fns_bytes):
@@ -248,16 +249,18 @@ class ProcessPool(Pool):
         return self._barrier.done_in_order(list(workers))
 
     def let_run(self, workers: Sequence[int]) -> None:
-        """Give this process's core up once for each of ``workers`` still busy.
+        """Give this process's core up once for each of ``workers`` still busy, when the
+        workers and this process are more than the cores they may use.
 
         Async batches: a block is mostly done already when the trainer asks for a
-        batch, so the trainer never waits and never gives its core up; the workers
-        the scheduler queued on its core would run only when its time slice ends,
-        and their blocks would come back a few times in a thousand batches (while
-        idle workers elsewhere spin on their cores).  Each yield lets one of them run.
+        batch, so the trainer never waits and never gives its core up; a worker the
+        scheduler queued on its core would run only when its time slice ends, and
+        its block would come back a few times in a thousand batches (while idle
+        workers elsewhere spin on their cores).  Each yield lets one of them run.
         """
-        for _ in range(len(workers) - len(self._barrier.done_in_order(workers))):
-            os.sched_yield()
+        if len(self._workers) + 1 > self._cpus:
+            for _ in range(len(workers) - len(self._barrier.done_in_order(workers))):
+                os.sched_yield()
 
     def ticket(self, w: int) -> int:
         """Worker ``w``'s place in the order of completion (its last finished command)."""
