@@ -293,7 +293,7 @@ class ProcessPool(Pool):
             raise
 
     def _gather(self, waiting: list[int], what: str, want: int) -> dict[int, Any]:
-        if want < len(waiting):
+        if want < len(waiting) and len(waiting) >= want + 2:  # others keep us from waiting
             self.let_run(waiting)
         now = time.monotonic()
         deadline = now + (self.timeout if self.timeout else float("inf"))
