@@ -126,8 +126,7 @@ class TrainerBlockPool(Pool):
         local = bool(blocks) and blocks[0] == 0
         replies: dict[int, Any] = {}
         if local and want < len(blocks):
-            if len(blocks) >= want + 2:  # workers queued on this core: see ProcessPool
-                self.workers.let_run(remote)
+            self.workers.let_run(remote)  # block 0 keeps this process busy: see ProcessPool
             # Async batches: block 0 is ready whenever this process can run it, that is
             # from the first wait for a batch after it was posted; it takes its turn in
             # the order of completion from then, after the workers done before, so that
