@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from fastvec._layout import batch_views, layout_of
 from gymnasium import spaces
 from gymnasium.vector.utils import concatenate, create_empty_array
 
@@ -19,7 +20,6 @@ from fastvec._kernels.autoreset import update_episode_stats
 from fastvec._kernels.flatten import flatten_into
 from fastvec._kernels.rows import gather_rows
 from fastvec._kernels.stacking import find_out_of_range, stack_flags, stack_rewards
-from fastvec._layout import batch_views, layout_of
 
 NUM_ENVS = 16
 

@@ -321,16 +321,25 @@ def batch_infos(list entries not None, Py_ssize_t num_envs):
     return out
 
 
-def batch_block_infos(list entries not None, Py_ssize_t num_envs):
-    """:func:`batch_infos`, and whether every value was stored exactly as it came.
+def batch_block_infos(list entries not None, Py_ssize_t num_envs, Py_ssize_t first=0):
+    """:func:`batch_infos` of a block whose envs' indices start at ``first`` (the batch
+    has ``num_envs`` rows from there), and whether every value was stored exactly as
+    it came.
 
     The flag is True when each value had its array's own type (a Python float in a
     float64 array, an array of the row's dtype and shape...): no numpy cast ran and
     no object array was involved, so the arrays hold the values losslessly.
     """
     global _python_stores
+    if num_envs < 0:
+        raise ValueError(f"num_envs must be >= 0, got {num_envs}")
     _python_stores = 0
-    out = batch_infos(entries, num_envs)
+    cdef dict out = {}
+    cdef Py_ssize_t i
+    for entry in entries:
+        env_index, info = entry
+        i = _check_index(env_index - first, num_envs)
+        _fold(out, info, i, i, num_envs)
     return out, _python_stores == 0
 
 
@@ -394,10 +403,41 @@ cdef int _merge_block(dict out, tuple paths, list views, Py_ssize_t start,
     return 0
 
 
+cdef int _merge_dict(dict out, dict batched, Py_ssize_t start, Py_ssize_t num_envs) except -1:
+    """Copy a batched info dict (rows ``start:start + size``) into ``out``, key by key."""
+    cdef cnp.ndarray view, target
+    cdef Py_ssize_t size
+    for key, value in batched.items():
+        if type(value) is dict:
+            sub = out.get(key, _MISSING)
+            if sub is _MISSING:
+                sub = {}
+                out[key] = sub
+            elif type(sub) is not dict:
+                raise BlocksDisagree(key)
+            _merge_dict(<dict>sub, <dict>value, start, num_envs)
+            continue
+        if type(value) is not cnp.ndarray:
+            raise BlocksDisagree(key)
+        view = <cnp.ndarray>value
+        target = <cnp.ndarray>_leaf_target(out, key, view, num_envs)
+        size = cnp.PyArray_DIM(view, 0)
+        if start < 0 or start + size > num_envs:
+            raise IndexError(f"block rows {start}..{start + size} out of [0, {num_envs})")
+        if (cnp.PyArray_IS_C_CONTIGUOUS(target) and cnp.PyArray_IS_C_CONTIGUOUS(view)
+                and _plain_bytes(cnp.PyArray_TYPE(target))):
+            memmove(cnp.PyArray_BYTES(target) + start * cnp.PyArray_STRIDE(target, 0),
+                    cnp.PyArray_DATA(view), cnp.PyArray_NBYTES(view))
+        else:
+            target[start:start + size] = view
+    return 0
+
+
 def merge_entries(list entries not None, Py_ssize_t num_envs, object block_type):
     """Fold ``(row, info)`` entries in order, where an entry whose info is a
-    ``block_type`` (``paths``: each leaf's key path; ``views``: its arrays, one row per
-    env of the block) is a block batched already, merged at rows ``row:row + size``.
+    ``block_type`` is a block batched already, merged at rows ``row:row + size``:
+    its ``batched`` dict, or when that is None its leaves (``paths``: each leaf's key
+    path; ``views``: its arrays, one row per env of the block).
 
     Equals folding every env's info in row order whenever each block was batched
     exactly (``batch_block_infos``) and agrees with the batch on every leaf's dtype,
@@ -412,7 +452,55 @@ def merge_entries(list entries not None, Py_ssize_t num_envs, object block_type)
         row, info = entry
         i = _check_index(row, num_envs)
         if type(info) is block_type:
-            _merge_block(out, info.paths, info.views, i, num_envs)
+            batched = info.batched
+            if batched is None:
+                _merge_block(out, info.paths, info.views, i, num_envs)
+            else:
+                _merge_dict(out, <dict?>batched, i, num_envs)
         else:
             _fold(out, info, row, i, num_envs)
     return out
+
+
+cdef int _fill(dict node, list prefix, tuple paths, list views, Py_ssize_t* j) except -1:
+    """Copy ``node``'s leaves into ``views`` in order; 0 as soon as one does not match."""
+    cdef cnp.ndarray value, view
+    cdef Py_ssize_t depth = len(prefix), d
+    for key, item in node.items():
+        if type(item) is dict:
+            prefix.append(key)
+            if not _fill(<dict>item, prefix, paths, views, j):
+                return 0
+            del prefix[depth]
+            continue
+        if j[0] >= len(paths) or type(item) is not cnp.ndarray:
+            return 0
+        path = <tuple>paths[j[0]]
+        if len(path) != depth + 1 or path[depth] != key:
+            return 0
+        for d in range(depth):
+            if path[d] != prefix[d]:
+                return 0
+        value = <cnp.ndarray>item
+        view = <cnp.ndarray>views[j[0]]
+        if not (cnp.PyArray_IS_C_CONTIGUOUS(value) and cnp.PyArray_IS_C_CONTIGUOUS(view)
+                and cnp.PyArray_NBYTES(value) == cnp.PyArray_NBYTES(view)
+                and cnp.PyArray_NDIM(value) == cnp.PyArray_NDIM(view)
+                and cnp.PyArray_EquivTypes(_descr(value), _descr(view))
+                and _plain_bytes(cnp.PyArray_TYPE(value))):
+            return 0
+        for d in range(cnp.PyArray_NDIM(value)):
+            if cnp.PyArray_DIM(value, d) != cnp.PyArray_DIM(view, d):
+                return 0
+        memmove(cnp.PyArray_DATA(view), cnp.PyArray_DATA(value), cnp.PyArray_NBYTES(value))
+        j[0] += 1
+    return 1
+
+
+def write_block(dict batched not None, tuple paths not None, list views not None):
+    """Copy a batched info dict into ``views`` when its leaves are exactly ``paths``, in
+    order, with the views' dtypes and shapes; whether it did (False: nothing to read)."""
+    cdef Py_ssize_t j = 0
+    if len(paths) != len(views):
+        raise ValueError(f"expected one view per path, got {len(views)} for {len(paths)}")
+    return bool(_fill(batched, [], paths, views, &j)) and j == len(paths)

@@ -269,7 +269,8 @@ def collect(envs: Any, selfplay: SelfPlay, agent: Agent, snapshots: dict[str, Ag
 def evaluate(envs: Any, agent: Agent, seed: int) -> dict[str, float]:
     """Each game of ``envs`` once, greedy learner against the random player, seats alternating
     between games; returns the shares of wins, draws and losses, in all and from each seat
-    (``"win"``, ..., ``"win_0"``, ..., ``"loss_1"``)."""
+    (``"win"``, ..., ``"win_0"``, ..., ``"loss_1"``).
+    """
     selfplay = SelfPlay.from_env(envs, pool=[RANDOM], seed=seed)
     generator = torch.Generator().manual_seed(seed)
     obs, infos = envs.reset(seed=seed)

@@ -115,7 +115,8 @@ class SelfPlay:
     @classmethod
     def from_env(cls, envs: Any, **kwargs: Any) -> SelfPlay:
         """A :class:`SelfPlay` for the games of a vector env (its ``game_of_row`` and
-        ``seat_of_row``); ``kwargs`` as for the constructor."""
+        ``seat_of_row``); ``kwargs`` as for the constructor.
+        """
         return cls(envs.game_of_row, envs.seat_of_row, **kwargs)
 
     # -- the pool ------------------------------------------------------------
@@ -127,7 +128,8 @@ class SelfPlay:
 
     def add(self, policy: Hashable, weight: float = 1.0) -> None:
         """Add an opponent to the pool, or set its weight if it is there; games that
-        end from now on draw it with probability ``weight / sum of the weights``."""
+        end from now on draw it with probability ``weight / sum of the weights``.
+        """
         if policy == LEARNER:
             raise ValueError(f"the learner ({LEARNER!r}) cannot be one of its own opponents")
         if not weight > 0:
@@ -143,7 +145,8 @@ class SelfPlay:
 
     def remove(self, policy: Hashable) -> None:
         """Take an opponent out of the pool.  Games that drew it play it to their end:
-        keep its weights while :meth:`policy_rows` still lists it."""
+        keep its weights while :meth:`policy_rows` still lists it.
+        """
         if self._pool == [policy]:
             raise ValueError("expected at least one opponent to stay in the pool")
         del self._weights[self._pool.index(policy)]
@@ -163,13 +166,15 @@ class SelfPlay:
 
     def rows_of(self, policy: Hashable, where: Any = None) -> np.ndarray:
         """The rows (int64, ascending) ``policy`` plays now, only those where ``where``
-        (a bool per row, e.g. ``infos["active"]``) is True if given."""
+        (a bool per row, e.g. ``infos["active"]``) is True if given.
+        """
         rows = self._rows.get(policy, np.empty(0, dtype=np.int64))
         return rows.copy() if where is None else rows[np.asarray(where, dtype=bool)[rows]]
 
     def policy_rows(self, where: Any = None) -> dict[Hashable, np.ndarray]:
         """Each policy (the learner first) with the rows it plays now, as
-        :meth:`rows_of`; policies left with no row are left out."""
+        :meth:`rows_of`; policies left with no row are left out.
+        """
         groups = {policy: self.rows_of(policy, where) for policy in self._rows}
         return {policy: rows for policy, rows in groups.items() if rows.size}
 
@@ -205,7 +210,8 @@ class SelfPlay:
 
     def reset(self) -> None:
         """Forget the rewards of the games in progress (call it with ``envs.reset()``:
-        those games are not judged); the assignments stay."""
+        those games are not judged); the assignments stay.
+        """
         self._returns[:] = 0.0
 
     def totals(self) -> dict[Hashable, dict[str, int]]:

@@ -14,7 +14,7 @@ def batch_infos(
     """Fold ``(env_index, info)`` pairs, in order, into a new batched info dict."""
 
 def batch_block_infos(
-    entries: list[tuple[SupportsIndex, dict[Any, Any]]], num_envs: int
+    entries: list[tuple[SupportsIndex, dict[Any, Any]]], num_envs: int, first: int = 0
 ) -> tuple[dict[Any, Any], bool]:
     """:func:`batch_infos`, and whether every value was stored exactly as it came."""
 
@@ -25,3 +25,6 @@ def merge_entries(
     entries: list[tuple[SupportsIndex, Any]], num_envs: int, block_type: type
 ) -> dict[Any, Any]:
     """Fold ``(row, info)`` entries in order, merging blocks batched already."""
+
+def write_block(batched: dict[Any, Any], paths: tuple[Any, ...], views: list[Any]) -> bool:
+    """Copy a batched info dict into ``views`` when its leaves are exactly ``paths``."""

@@ -5,10 +5,11 @@ vector env's own overhead for one shape of data: large image observations
 (``AtariLikeEnv``), nested observations (``DictObsEnv``) and per-step infos
 (``InfoEnv``).  ``BusyEnv`` is the opposite: each step burns a seeded,
 lognormally distributed amount of CPU time (``HeavyEnv`` with little spread,
-``LongTailEnv`` with a long tail, ``BlockEnv`` ~2.5 ms a step for remote blocks), so a benchmark over it measures how well a
-vector env spreads real work over cores.  All are deterministic given
-``reset(seed=...)``: the seed fixes the first observation, the episode length
-and the step costs; the actions fix the rest.
+``LongTailEnv`` with a long tail, ``BlockEnv`` ~2.5 ms a step for remote
+blocks), so a benchmark over it measures how well a vector env spreads real
+work over cores.  All are deterministic given ``reset(seed=...)``: the seed
+fixes the first observation, the episode length and the step costs; the
+actions fix the rest.
 
 One workload is a real game: ``pong`` (:func:`make_pong`), Gymnasium's
 ``ALE/Pong-v5`` with the usual Atari preprocessing; it needs the ``atari``

@@ -136,7 +136,8 @@ def _rows(env_fns: list[EnvFn]) -> int:
 
 def _fastvec_subproc(num_workers: int, batched: bool, local_block: bool = False) -> Builder:
     """``SubprocVecEnv`` with ``num_workers`` (plus the trainer's block with ``local_block``);
-    ``batched``: async batches of ``num_envs // 2``, driven by ``recv()`` + ``send()``."""
+    ``batched``: async batches of ``num_envs // 2``, driven by ``recv()`` + ``send()``.
+    """
     import fastvec
 
     def build(env_fns: list[EnvFn]) -> Driver:
@@ -153,7 +154,8 @@ def _fastvec_subproc(num_workers: int, batched: bool, local_block: bool = False)
     return build
 
 
-@system("fastvec-subproc", "fastvec.SubprocVecEnv(num_workers=2, copy=True), step()", "quick", games=True)
+@system("fastvec-subproc", "fastvec.SubprocVecEnv(num_workers=2, copy=True), step()", "quick",
+        games=True)
 def _load_fastvec_subproc() -> Builder:
     return _fastvec_subproc(2, batched=False)
 
@@ -202,7 +204,8 @@ def _load_gymnasium_async() -> Builder:
 
 def _supersuit(num_cpus: int) -> Builder:
     """SuperSuit's vectorization of a PettingZoo game: ``num_cpus=0`` in this process,
-    else that many processes (its multiprocessing vector env)."""
+    else that many processes (its multiprocessing vector env).
+    """
     import supersuit as ss
 
     def build(env_fns: list[EnvFn]) -> Driver:
@@ -322,7 +325,8 @@ def _load_envpool() -> Builder:
 
 def _fastvec_ray(inner: str, batched: bool = False) -> Builder:
     """``RayVecEnv`` with 2 actors (``num_cpus=0``), each hosting half of the envs in a
-    vector env of its own (``inner``); it starts a loopback-only Ray in the child."""
+    vector env of its own (``inner``); it starts a loopback-only Ray in the child.
+    """
     import fastvec
 
     def build(env_fns: list[EnvFn]) -> Driver:

@@ -21,7 +21,8 @@ __all__ = ["About", "check_blocks", "describe", "mixed_message"]
 class About(NamedTuple):
     """What a block built: the first env's spaces, metadata and render mode, every env's
     ``(observation_space, action_space, agents)`` (for checking), and for games the
-    agent of each seat (None for single-agent envs)."""
+    agent of each seat (None for single-agent envs).
+    """
 
     observation_space: Any
     action_space: Any
@@ -83,7 +84,8 @@ def check_blocks(abouts: list[About], first: int = 0, same_obs: bool = True,
 
 def mixed_message(index: int, game: bool, first: int) -> str:
     """The error for env function ``index`` returning a game where ``first`` did not, or
-    the other way round."""
+    the other way round.
+    """
     kinds = ("a PettingZoo game", "a Gymnasium env")
     return (f"expected every env function to return a game, or none of them: env {index} "
             f"returned {kinds[not game]}, env {first} {kinds[game]}")

@@ -132,7 +132,8 @@ class Pool(ABC):
     def batch_infos(self, entries: Entries, num_rows: int,
                     position: dict[int, int] | None = None) -> dict:
         """Gymnasium's dict-of-arrays infos of ``entries`` (``position``: env -> batch row,
-        where entries were shifted to a batch of some blocks)."""
+        where entries were shifted to a batch of some blocks).
+        """
         return batch_infos(entries, num_rows)
 
     # -- written once --------------------------------------------------------------------
@@ -173,7 +174,8 @@ class Pool(ABC):
 
     def drain(self, blocks: Sequence[int], what: str) -> None:
         """Wait for ``blocks`` and drop their results, errors included (each reply is
-        still taken in, so that what a block teaches the pool is kept)."""
+        still taken in, so that what a block teaches the pool is kept).
+        """
         for b, reply in self._wait(list(blocks), what, len(blocks)).items():
             if not isinstance(reply, BaseException):
                 self._receive(b, reply)

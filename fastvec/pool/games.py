@@ -187,7 +187,8 @@ _STATE = ("agents", "agent_selection", "rewards", "terminations", "truncations",
 def state_holder(game: Any) -> Any:
     """Where a turn-based game's state can be read: the innermost game, when no wrapper
     defines any of its state attributes (PettingZoo's wrappers pass them through
-    ``__getattr__``, which costs a lookup per layer), else the outermost wrapper."""
+    ``__getattr__``, which costs a lookup per layer), else the outermost wrapper.
+    """
     layer = game
     while hasattr(layer, "env") and hasattr(layer, "unwrapped"):
         if any(name in vars(layer) or any(name in vars(cls) for cls in type(layer).__mro__

@@ -89,7 +89,8 @@ class LocalBlock:
     def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None
                 ) -> list:
         """``fn(env, *args)`` for the block's envs ``targets`` (counted from its first);
-        ``control_index`` is then the one that ran last (that raised, if one did)."""
+        ``control_index`` is then the one that ran last (that raised, if one did).
+        """
         results = []
         for k, i in enumerate(targets):
             self.control_index = i

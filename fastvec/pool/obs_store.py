@@ -25,8 +25,8 @@ from gymnasium.vector.utils import concatenate, create_empty_array
 
 from fastvec._kernels.flatten import FieldTable
 from fastvec._kernels.rows import gather_rows
-from fastvec.spaces.layout import Layout, batch_views, copy_tree, layout_of
 from fastvec.errors import ObjectSpaceWarning
+from fastvec.spaces.layout import Layout, batch_views, copy_tree, layout_of
 
 __all__ = ["ObjectStore", "ObsStore", "RecordStore", "make_obs_store"]
 
@@ -89,7 +89,8 @@ class ObsStore:
 
     def batch(self, rows: Rows, env_ids: np.ndarray) -> Any:
         """The batch of envs ``env_ids`` (``rows`` is the same envs as a slice when they
-        are neighbours)."""
+        are neighbours).
+        """
         raise NotImplementedError
 
 

@@ -60,7 +60,8 @@ def report_error(exc: BaseException, env_index: int | None,
 
 def rebuild_mistake(report: ErrorReport) -> BaseException | None:
     """The user's mistake ``report`` stands for, as its own class with the remote traceback
-    as ``__cause__``; None if the report is of an env that failed."""
+    as ``__cause__``; None if the report is of an env that failed.
+    """
     if report.mistake is None:
         return None
     exc = _MISTAKES[report.mistake](report.message)

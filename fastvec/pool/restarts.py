@@ -24,7 +24,8 @@ log = logging.getLogger("fastvec")
 
 def check_failure_policy(on_failure: str, max_restarts: int | None) -> None:
     """ValueError unless the policy is one of :data:`FAILURE_POLICIES` and the limit a
-    non-negative int or None."""
+    non-negative int or None.
+    """
     if on_failure not in FAILURE_POLICIES:
         raise ValueError(f"expected on_worker_failure 'raise' or 'restart', got {on_failure!r}")
     if max_restarts is not None and (isinstance(max_restarts, bool) or not isinstance(

@@ -27,8 +27,8 @@ from gymnasium import spaces
 from gymnasium.spaces.utils import is_space_dtype_shape_equiv
 from gymnasium.vector.utils import batch_differing_spaces
 
-from fastvec.spaces.layout import leaf_name
 from fastvec.errors import SpacesMismatchError
+from fastvec.spaces.layout import leaf_name
 
 __all__ = ["ObservationMode", "check_observation_mode", "observation_spaces",
            "same_space_hint"]

@@ -35,7 +35,8 @@ __all__ = ["AsyncBatches", "RemoteVecEnv", "check_batch_size", "check_positive"]
 
 def check_positive(batch_size: int | None) -> None:
     """ValueError unless ``batch_size`` is None or a positive int (checkable before
-    the rows are known)."""
+    the rows are known).
+    """
     if batch_size is not None and (not isinstance(batch_size, (int, np.integer))
                                    or isinstance(batch_size, bool) or batch_size < 1):
         raise ValueError(f"expected batch_size to be a positive int, got {batch_size!r}")

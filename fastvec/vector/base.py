@@ -35,6 +35,8 @@ from fastvec.vector.split_calls import SplitCalls
 __all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
 
 _RECV_SEND = ("recv", "send")
+_IDLE, _WAITING_STEP, _CLOSED = CallState.IDLE, CallState.WAITING_STEP, CallState.CLOSED
+_DISABLED, _SAME_STEP = int(Autoreset.DISABLED), int(Autoreset.SAME_STEP)
 _WAIT_CALLS = ("step_wait", "reset_wait")
 _get_ident = threading.get_ident
 
@@ -78,6 +80,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         self.game_of_row = np.repeat(np.arange(self.num_games, dtype=np.int64), seats)
         self.seat_of_row = np.tile(np.arange(seats, dtype=np.int64), self.num_games)
         self.batch_size = getattr(self, "batch_size", num_envs)
+        self._full_batches = self.batch_size == num_envs  # no async batches
         self.autoreset_mode = autoreset_mode
         self._mode_code = mode_code(autoreset_mode)
         self.copy = bool(copy)
@@ -92,7 +95,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         self.action_space = batch_space(about.action_space, num_envs)
         self._actions = ActionChecker(about.action_space, self.action_space, num_envs)
         self._stats = EpisodeStats(num_envs, self._games) if self.episode_statistics else None
-        lock = threading.Lock()  # held by the call in progress (see _enter)
+        lock = threading.Lock()  # held by the call in progress (see _guarded)
         self._acquire, self._leave = lock.acquire, lock.release
         self._caller = (0, "")  # the thread and call holding it
         self._pool = pool
@@ -122,20 +125,13 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         """How many restarts happened in all (a restart rebuilds one block of envs)."""
         return 0 if self._restarts is None else self._restarts.total
 
-    def _guarded(self, call: str, work: Callable[..., Any], *args: Any) -> Any:
-        """Run ``work(*args)`` as the public call ``call``: the one guard every public
-        method passes (see :func:`fastvec.vector.call_state.guarded`)."""
-        self._enter(call)
-        try:
-            return work(*args)
-        except Exception as exc:
-            self._failed(exc)
-        finally:
-            self._leave()
+    def _guarded(self, call: str, work: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """Run ``work(*args, **kwargs)`` as the public call ``call``: the one guard every
+        public method passes (see :func:`fastvec.vector.call_state.guarded`).
 
-    def _enter(self, call: str) -> None:
-        """No other call in progress (another thread's), the call state, then the pool's
-        health; holds the call lock until ``_leave``."""
+        No other call in progress (another thread's), the call state, then the pool's
+        health; the call lock is held until ``work`` returns.
+        """
         if not self._acquire(False):
             refuse_concurrent_call(type(self).__name__, call, *self._caller)
         self._caller = (_get_ident(), call)
@@ -143,23 +139,25 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
             state = self._state
             # The calls of an ordinary step loop pass without further checks (recv and
             # send check which envs are in flight themselves).
-            if not ((state is CallState.IDLE and call not in _WAIT_CALLS
-                     and self.batch_size == self.num_envs)
-                    or (state is CallState.WAITING_STEP and call == "step_wait")
-                    or (call in _RECV_SEND and state is not CallState.CLOSED)):
-                async_only = None if self.batch_size == self.num_envs else (
+            if not ((state is _IDLE and self._full_batches and call not in _WAIT_CALLS)
+                    or (state is _WAITING_STEP and call == "step_wait")
+                    or (call in _RECV_SEND and state is not _CLOSED)):
+                async_only = None if self._full_batches else (
                     f"batch_size={self.batch_size} < num_envs={self.num_envs}")
                 check_call(state, call, type(self).__name__, async_only)
             pool = self._pool
             if pool is not None and pool.broken is not None:
                 pool.check_usable()
-        except BaseException:
+            return work(*args, **kwargs)
+        except Exception as exc:
+            self._failed(exc)
+        finally:
             self._leave()
-            raise
 
     def _failed(self, exc: Exception) -> NoReturn:
         """Re-raise ``exc`` from a call; as ``ClosedEnvError`` if ``close()`` ran meanwhile
-        (from a signal handler, or another thread) and pulled the envs from under it."""
+        (from a signal handler, or another thread) and pulled the envs from under it.
+        """
         if self._state is CallState.CLOSED and not isinstance(exc, ClosedEnvError):
             raise ClosedEnvError(f"{type(self).__name__} was closed while a call was in "
                                  "progress (close() from a signal handler or another "
@@ -279,7 +277,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
     def _post_step(self, actions: Any) -> None:
         checked = self._actions.check(actions)
         needs_reset = self._buffers.needs_reset
-        if self._mode_code == Autoreset.DISABLED and needs_reset.any():
+        if self._mode_code == _DISABLED and needs_reset.any():
             done = np.flatnonzero(needs_reset).tolist()
             raise RuntimeError(
                 f"envs {done} ended their episodes and autoreset_mode is DISABLED: reset them "
@@ -294,7 +292,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         if self._games:
             add_game_infos(infos, buffers, slice(None))
         if self._stats is not None:
-            self._stats.record(buffers, self._mode_code == Autoreset.SAME_STEP, infos)
+            self._stats.record(buffers, self._mode_code == _SAME_STEP, infos)
         return (
             buffers.obs.observations(),
             buffers.rewards.copy(),

@@ -114,10 +114,11 @@ def guarded(call: str) -> Callable[[Method], Method]:
     """The guard of a public method: it runs as ``call`` (the name the call state checks)
     with the call lock held, after the state and the pool's health were checked; an
     error it raises after ``close()`` pulled the envs from under it is a
-    ``ClosedEnvError``.  The vector env's ``_guarded`` does the work."""
+    ``ClosedEnvError``.  The vector env's ``_guarded`` does the work.
+    """
     def decorate(method: Method) -> Method:
         @functools.wraps(method)
         def guarded_call(self: Any, *args: Any, **kwargs: Any) -> Any:
-            return self._guarded(call, functools.partial(method, self, *args, **kwargs))
+            return self._guarded(call, method, self, *args, **kwargs)
         return guarded_call  # type: ignore[return-value]
     return decorate

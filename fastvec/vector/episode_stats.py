@@ -10,8 +10,8 @@ import time
 
 import numpy as np
 
-from fastvec.pool.buffers import Buffers
 from fastvec._kernels.autoreset import update_episode_stats
+from fastvec.pool.buffers import Buffers
 
 __all__ = ["EpisodeStats"]
 

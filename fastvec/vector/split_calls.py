@@ -86,7 +86,8 @@ class SplitCalls(ABC):
 
     def _wait_limit(self, timeout: float | None) -> contextlib.AbstractContextManager:
         """Limit the next wait for workers to ``timeout`` seconds (where envs run
-        elsewhere; a ``SyncVecEnv`` has done the work before any wait)."""
+        elsewhere; a ``SyncVecEnv`` has done the work before any wait).
+        """
         return contextlib.nullcontext()
 
     @guarded("step_async")

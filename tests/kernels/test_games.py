@@ -15,11 +15,11 @@ from gymnasium import spaces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastvec.pool.games import ParallelGame
 from fastvec._kernels.games import GameBlock
 from fastvec._kernels.stepping import Autoreset
-from fastvec.spaces.layout import batch_views, layout_of
 from fastvec.errors import WorkerError
+from fastvec.pool.games import ParallelGame
+from fastvec.spaces.layout import batch_views, layout_of
 
 AGENTS = ("a", "b", "c")
 SPACE = spaces.Box(-1e9, 1e9, (2,), np.float64)

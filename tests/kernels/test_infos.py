@@ -3,9 +3,7 @@
 import collections
 import enum
 import sys
-import warnings
 
-import gymnasium
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -13,87 +11,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fastvec._kernels import infos as kernel
-
-
-class _Reference:
-    """Just enough of a VectorEnv for Gymnasium's unbound ``_add_info`` (it recurses via self)."""
-
-    _add_info = gymnasium.vector.VectorEnv._add_info
-
-    def __init__(self, num_envs):
-        self.num_envs = num_envs
-
-
-def ref_add_info(vector_infos, info, env_index, num_envs):
-    return _Reference(num_envs)._add_info(vector_infos, info, env_index)
-
-
-def ref_batch_infos(entries, num_envs):
-    out = {}
-    for env_index, info in entries:
-        ref_add_info(out, info, env_index, num_envs)
-    return out
-
-
-def outcome(fn, *args):
-    """(result or None, (exception type, message) or None, warnings as (category, message))."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            result, error = fn(*args), None
-        except Exception as exc:  # noqa: BLE001 - any exception must match the reference's
-            result, error = None, (type(exc), str(exc))
-    return result, error, [(w.category, str(w.message)) for w in caught]
-
-
-def assert_same(ours, ref, path="infos"):
-    """Same types, key order, dtypes, shapes and bytes; object elements compared recursively."""
-    if ours is ref:
-        return
-    assert type(ours) is type(ref), f"{path}: {type(ours)} vs {type(ref)}"
-    if isinstance(ref, dict):
-        assert [(type(k), k) for k in ours] == [(type(k), k) for k in ref], f"{path}: keys"
-        for key in ref:
-            assert_same(ours[key], ref[key], f"{path}[{key!r}]")
-    elif isinstance(ref, np.ndarray):
-        assert (ours.dtype, ours.dtype.num) == (ref.dtype, ref.dtype.num), f"{path}: dtype"
-        assert ours.shape == ref.shape, f"{path}: shape"
-        assert ours.flags.c_contiguous == ref.flags.c_contiguous, f"{path}: layout"
-        if ref.dtype.hasobject:
-            for idx in np.ndindex(ref.shape):
-                assert_same(ours[idx], ref[idx], f"{path}{list(idx)}")
-        elif ref.dtype.type in (np.longdouble, np.clongdouble):  # padding bytes are garbage
-            assert np.array_equal(ours, ref, equal_nan=True), f"{path}: {ours!r} vs {ref!r}"
-        else:
-            assert ours.tobytes() == ref.tobytes(), f"{path}: values {ours!r} vs {ref!r}"
-    elif isinstance(ref, (float, complex, np.generic)):
-        assert np.asarray(ours).tobytes() == np.asarray(ref).tobytes(), f"{path}: {ours!r}"
-    else:
-        assert ours == ref, f"{path}: {ours!r} vs {ref!r}"
-
-
-def check_batch(entries, num_envs):
-    ours = outcome(kernel.batch_infos, entries, num_envs)
-    ref = outcome(ref_batch_infos, entries, num_envs)
-    assert ours[1:] == ref[1:]
-    if ref[1] is None:
-        assert_same(ours[0], ref[0])
-    return ours[0]
-
-
-def check_steps(entries, num_envs, ours_state=None, ref_state=None):
-    """``add_info`` one entry at a time; states must agree after each, errors included."""
-    ours_state = {} if ours_state is None else ours_state
-    ref_state = {} if ref_state is None else ref_state
-    for env_index, info in entries:
-        ours = outcome(kernel.add_info, ours_state, info, env_index, num_envs)
-        ref = outcome(ref_add_info, ref_state, info, env_index, num_envs)
-        assert ours[1:] == ref[1:]
-        assert_same(ours_state, ref_state)
-        if ref[1] is not None:
-            return
-        assert ours[0] is ours_state
-
+from tests.kernels.infos_reference import (
+    check_batch,
+    check_steps,
+    outcome,
+    ref_add_info,
+)
 
 # --- hand-written cases, one per rule -------------------------------------------------
 
@@ -451,60 +374,3 @@ def test_batch_infos_matches_folding_gymnasium(episode):
 @given(episodes())
 def test_add_info_matches_gymnasium_step_by_step(episode):
     check_steps(*episode)
-
-
-# ---------------------------------------------------------------------------
-# merge_entries: raw entries and blocks batched already, in one pass
-
-
-class _Block:
-    """A block batched already, as ``merge_entries`` reads it: leaf paths and arrays."""
-
-    def __init__(self, batched: dict) -> None:
-        self.paths, self.views = [], []
-
-        def walk(node: dict, prefix: tuple) -> None:
-            for key, value in node.items():
-                if isinstance(value, dict):
-                    walk(value, (*prefix, key))
-                else:
-                    self.paths.append((*prefix, key))
-                    self.views.append(value)
-        walk(batched, ())
-        self.paths = tuple(self.paths)
-
-
-def _mixed(groups: list[tuple[int, list, bool]]) -> list:
-    """Entries where each ``(start, entries, as_block)`` group is raw or one block."""
-    out: list = []
-    for start, entries, as_block in groups:
-        if as_block and entries:
-            size = max(i for i, _ in entries) + 1 - start
-            out.append((start, _Block(kernel.batch_infos([(i - start, info)
-                                                          for i, info in entries], size))))
-        else:
-            out.extend(entries)
-    return out
-
-
-def test_merged_blocks_and_raw_entries_equal_folding_every_info():
-    first = [(0, {"a": 1, "n": {"v": np.arange(3.0)}}), (1, {"b": 2.5})]
-    second = [(2, {"a": 3}), (3, {"n": {"v": np.ones(3)}, "c": True})]
-    third = [(4, {"b": 0.5, "a": 7})]
-    entries = first + second + third
-    for shapes in ([True, False, True], [False, True, True], [True, True, False]):
-        got = kernel.merge_entries(_mixed([(0, first, shapes[0]), (2, second, shapes[1]),
-                                           (4, third, shapes[2])]), 5, _Block)
-        assert_same(got, ref_batch_infos(entries, 5))
-
-
-@pytest.mark.parametrize("later", [{"a": 1.5}, {"a": np.zeros(2)}, {"a": {"x": 1}}])
-def test_a_block_that_disagrees_raises_blocks_disagree(later):
-    blocks = _mixed([(0, [(0, {"a": 1})], True), (1, [(1, later)], True)])
-    with pytest.raises(kernel.BlocksDisagree):
-        kernel.merge_entries(blocks, 2, _Block)
-
-
-def test_merge_entries_without_blocks_is_batch_infos():
-    entries = [(0, {"a": 1}), (2, {"b": np.zeros(2, np.float32)})]
-    assert_same(kernel.merge_entries(entries, 3, _Block), ref_batch_infos(entries, 3))

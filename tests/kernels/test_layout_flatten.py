@@ -19,8 +19,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastvec._kernels.flatten import flatten_into
-from fastvec.spaces.layout import MIN_ALIGN, batch_views, layout_of, leaf_name
 from fastvec.errors import ObservationError
+from fastvec.spaces.layout import MIN_ALIGN, batch_views, layout_of, leaf_name
 
 DTYPES = [np.uint8, np.int8, np.int16, np.int32, np.int64,
           np.float16, np.float32, np.float64, np.bool_]

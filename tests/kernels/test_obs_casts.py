@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from fastvec._kernels.flatten import flatten_into
-from fastvec.spaces.layout import batch_views, layout_of
 from fastvec.errors import ObservationError
+from fastvec.spaces.layout import batch_views, layout_of
 
 LEAF_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint16, np.int32, np.uint32,
                np.int64, np.uint64, np.float16, np.float32, np.float64]

@@ -1,6 +1,7 @@
 """Batch stacking and range checks, against numpy item assignment and one-liners.
 
-The action checks built on ``find_out_of_range`` (``fastvec.spaces.actions``): ``tests/spaces/test_actions.py``.
+The action checks built on ``find_out_of_range`` (``fastvec.spaces.actions``):
+``tests/spaces/test_actions.py``.
 """
 
 from __future__ import annotations

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fastvec._kernels.stepping import Autoreset, EnvBlock
-from fastvec.spaces.layout import batch_views, layout_of
 from fastvec.errors import ObservationError
+from fastvec.spaces.layout import batch_views, layout_of
 
 MODES = [Autoreset.NEXT_STEP, Autoreset.SAME_STEP, Autoreset.DISABLED]
 GYM_MODES = {Autoreset.NEXT_STEP: AutoresetMode.NEXT_STEP,

@@ -12,8 +12,8 @@ batches takes about 4 ms, and with another process busy half the time on a
 2-core machine, the worker that shares the trainer's core finishes first more
 often (measured: shares of 25-30, 25-30 and 90-100 of 150).  A starved block is
 far below: before the fix, on 2 cores, one of three workers came back in 3 to 6
-batches of 150 (a fair share is 50) in about 2 runs out of 5.  The starvation case runs 12 times, so it would
-pass by luck with probability 0.6 ** 12 < 0.3%.
+batches of 150 (a fair share is 50) in about 2 runs out of 5.  The starvation
+case runs 12 times, so it would pass by luck with probability 0.6 ** 12 < 0.3%.
 """
 
 from __future__ import annotations

@@ -27,7 +27,6 @@ from fastvec.pool.base import STARTUP_SECONDS, Entries, Pool
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.local import LocalBlock
 from fastvec.pool.obs_store import make_obs_store
-from fastvec.pool.process.workers import Workers
 from fastvec.pool.process.protocol import (
     Attach,
     BlockReply,
@@ -40,9 +39,10 @@ from fastvec.pool.process.protocol import (
     StepActions,
     spin_budget_us,
 )
-from fastvec.pool.process.shared_infos import InfoReader
+from fastvec.pool.process.shared_infos import Block, InfoReader
 from fastvec.pool.process.shm import SharedBlock
 from fastvec.pool.process.start import build_local_envs, local_error, plan_shared_block
+from fastvec.pool.process.workers import Workers
 from fastvec.pool.reports import ErrorReport, RemoteTraceback, rebuild_mistake
 from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
@@ -121,7 +121,8 @@ class ProcessPool(Pool):
 
     def send_raw_infos(self) -> None:
         """Have the workers send their envs' infos as they are, not batched (the Ray
-        actor sends them on, and the trainer batches every block's)."""
+        actor sends them on, and the trainer batches every block's).
+        """
         self.infos.raw_only[0] = 1
 
     # -- start-up --------------------------------------------------------------------
@@ -176,11 +177,15 @@ class ProcessPool(Pool):
 
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
-        remote = [b for b in blocks if self.workers.procs[b]]
+        remote = self.workers.blocks if len(blocks) == self.num_blocks else [
+            b for b in blocks if self.workers.procs[b]]
         per_env = None
         if remote:  # the workers first, so they step while this process steps block 0
-            if self._action_views is not None:
-                copy_into(self._action_views, actions, env_ids)
+            views = self._action_views
+            if type(views) is np.ndarray and env_ids is None:
+                np.copyto(views, actions)
+            elif views is not None:
+                copy_into(views, actions, env_ids)
             else:
                 per_env = checker.split(actions)
                 by_env: Any = per_env if env_ids is None else dict(zip(env_ids.tolist(),
@@ -189,11 +194,14 @@ class ProcessPool(Pool):
                     *self.bounds[b])]) for b in remote])
             self.workers.post(remote, Command.STEP)
         if self._local is not None and len(remote) < len(blocks):
-            per_env = checker.split(actions) if per_env is None else per_env
             stop = self.bounds[0][1]
-            if env_ids is not None:
-                by_row = dict(zip(env_ids.tolist(), per_env, strict=True))
-                per_env = [by_row[i] for i in range(stop)]
+            if env_ids is None and type(actions) is np.ndarray:  # block 0: its rows only
+                per_env = list(actions[:stop])
+            else:
+                per_env = checker.split(actions) if per_env is None else per_env
+                if env_ids is not None:
+                    by_row = dict(zip(env_ids.tolist(), per_env, strict=True))
+                    per_env = [by_row[i] for i in range(stop)]
             self._local.post_step(per_env[:stop])
             self._local_ticket = None
 
@@ -247,7 +255,10 @@ class ProcessPool(Pool):
     # -- collecting ------------------------------------------------------------------
 
     def _wait(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
-        remote = [b for b in blocks if self.workers.procs[b]]
+        if len(blocks) == self.num_blocks:  # every block: the common case
+            remote = list(self.workers.blocks)
+        else:
+            remote = [b for b in blocks if self.workers.procs[b]]
         local = len(remote) < len(blocks)
         if want < len(blocks):
             if local or len(blocks) >= want + 2:  # this process would never wait
@@ -272,13 +283,21 @@ class ProcessPool(Pool):
         return replies
 
     def _run_local(self, what: str) -> Entries | BaseException:
+        """Block 0's command, run; its infos batched already where they batch exactly
+        (while the workers still step, rather than after them).
+        """
         assert self._local is not None
         try:
-            return self._local.run()
+            entries = self._local.run()
         except ObservationError as exc:
             return exc
         except Exception as exc:
             return local_error(exc, self._local.current, what, self.unit_name)
+        if entries and not self.infos.raw_only[0]:
+            block = Block.local(entries, self._local.stop)
+            if block is not None:
+                return [(0, block)]
+        return entries
 
     def _wait_remote(self, waiting: list[int], what: str, want: int) -> dict[int, Any]:
         """Raw replies of ``want`` of the workers' ``waiting`` blocks (``Workers.wait``).

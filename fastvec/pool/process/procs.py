@@ -14,11 +14,11 @@ from contextlib import contextmanager
 from multiprocessing.reduction import ForkingPickler, send_handle
 from typing import Any
 
-from fastvec.pool.process import worker as _worker
+from fastvec.errors import WorkerError, WorkerTimeout
 from fastvec.pool.base import SLICE_SECONDS
+from fastvec.pool.process import worker as _worker
 from fastvec.pool.process.protocol import Stop
 from fastvec.pool.reports import RemoteTraceback
-from fastvec.errors import WorkerError, WorkerTimeout
 
 __all__ = ["WorkerProcess", "describe_exit", "send_all"]
 

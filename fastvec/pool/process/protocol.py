@@ -90,7 +90,8 @@ class Region:
 
 class Attach(NamedTuple):
     """Where the worker's block sits in the shared block (its fd follows): its first row,
-    its line in the barrier and its info area (``block``)."""
+    its line in the barrier and its info area (``block``).
+    """
 
     plan: Any  # fastvec.pool.process.shm.BlockPlan
     first_row: int

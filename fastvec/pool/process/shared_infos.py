@@ -23,7 +23,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from fastvec._kernels.infos import BlocksDisagree, batch_block_infos, batch_infos, merge_entries
+from fastvec._kernels.infos import (
+    BlocksDisagree,
+    batch_block_infos,
+    batch_infos,
+    merge_entries,
+    write_block,
+)
 from fastvec.pool.process.protocol import BlockReply, InfoSchema, Status
 
 __all__ = ["INFO_BYTES", "Block", "InfoReader", "InfoWriter", "Mismatch", "area_views",
@@ -37,13 +43,27 @@ Schema = InfoSchema
 
 
 class Block(NamedTuple):
-    """One worker's batched infos, standing for its envs' entries from a row: each leaf's
-    key path and its array (a view of the worker's info area, read at once)."""
+    """A block's batched infos, standing for its envs' entries from a row.
+
+    A worker's: each leaf's key path and its array (a view of the worker's info
+    area, read at once).  The trainer's own block's (``worker`` None): the
+    ``batched`` dict, and the ``raw`` entries it was made of.
+    """
 
     paths: tuple[Path, ...]
     views: list[np.ndarray]
     size: int
-    worker: int
+    worker: int | None
+    batched: dict | None = None
+    raw: list | None = None
+
+    @classmethod
+    def local(cls, entries: list, size: int) -> Block | None:
+        """The trainer's block of ``size`` envs (rows from 0) as one, if it batches
+        exactly (see ``batch_block_infos``); else None.
+        """
+        batched, exact = batch_block_infos(entries, size)
+        return cls((), [], size, None, batched, entries) if exact else None
 
     @classmethod
     def of(cls, batched: dict, size: int, worker: int) -> Block:
@@ -128,6 +148,7 @@ class InfoWriter:
         self.first, self.count = first, count
         self.schema: Schema | None = None  # the layout the parent knows
         self.views: list[np.ndarray] = []
+        self.paths: tuple[Path, ...] = ()
         self.last_entries: list = []  # the last step's raw infos, if the parent asks again
 
     def encode(self, entries: list) -> Status | BlockReply:
@@ -135,8 +156,9 @@ class InfoWriter:
         self.last_entries = entries
         if self.raw_only[0]:
             return BlockReply(entries)
-        batched, exact = batch_block_infos([(i - self.first, info) for i, info in entries],
-                                           self.count)
+        batched, exact = batch_block_infos(entries, self.count, self.first)
+        if exact and self.schema is not None and write_block(batched, self.paths, self.views):
+            return Status.INFOS  # the layout the parent knows: one compiled copy
         leaves = leaves_of(batched) if exact else None
         if leaves is None:
             return BlockReply(entries)
@@ -148,6 +170,7 @@ class InfoWriter:
         if views is None:
             return BlockReply(entries)
         self.schema, self.views = schema, views
+        self.paths = tuple(path for path, _, _ in schema)
         return BlockReply(entries, info_schema=schema)  # the parent learns the layout
 
 
@@ -178,7 +201,8 @@ class InfoReader:
 
     def read(self, w: int, start: int, size: int) -> tuple[int, Block]:
         """Worker ``w``'s infos (envs ``start:start+size``) as one entry (views of its
-        area: batch them before the worker steps again)."""
+        area: batch them before the worker steps again).
+        """
         known = self.known[w]
         if known is None:
             raise RuntimeError(f"worker {w} reported infos in its area before their layout")
@@ -200,6 +224,8 @@ class InfoReader:
         raw = {}
         for index, info in entries:
             if type(info) is Block:
+                again = info.raw if info.worker is None else self.resend(info.worker)
+                assert again is not None, "the trainer's own block keeps its raw infos"
                 raw[index] = [(i if position is None else position[i], value)
-                              for i, value in self.resend(info.worker)]
+                              for i, value in again]
         return batch_infos(fetch_raw(entries, raw), num_envs)

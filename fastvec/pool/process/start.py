@@ -43,7 +43,8 @@ def plan_shared_block(num_rows: int, num_blocks: int, obs_layout: Layout | None,
 def local_error(exc: Exception, env_index: int | None, what: str,
                 unit: str = "env") -> WorkerError:
     """The error a worker would report for ``exc`` in env (game) ``env_index`` of the
-    trainer's own block (``worker_index`` None, the exception itself as ``__cause__``)."""
+    trainer's own block (``worker_index`` None, the exception itself as ``__cause__``).
+    """
     where = f"{unit} {env_index} (local block)" if env_index is not None else "the local block"
     error = WorkerError(f"{where} raised {type(exc).__name__} during {what}: {exc}",
                         env_index=env_index, worker_index=None)
@@ -53,7 +54,8 @@ def local_error(exc: Exception, env_index: int | None, what: str,
 
 def build_local_envs(env_fns: Sequence[Callable[[], Any]]) -> list:
     """The trainer's block's envs; an env that raises is the ``WorkerError`` a worker's
-    would be (the ones built before are closed)."""
+    would be (the ones built before are closed).
+    """
     envs = []
     for index, env_fn in enumerate(env_fns):
         try:

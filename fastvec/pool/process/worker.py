@@ -141,8 +141,9 @@ class _Server:
                                 self.first, self.count)
 
     def serve(self, parent: int) -> None:
-        handlers = {Command.STEP: self.step, Command.RESET: self.reset,
-                    Command.CONTROL: self.control}
+        handlers = {int(Command.STEP): self.step, int(Command.RESET): self.reset,
+                    int(Command.CONTROL): self.control}  # by int: no enum per step
+        ok, infos, error = int(Status.OK), int(Status.INFOS), int(Status.ERROR)
         while True:
             command = self.barrier.wait_command(self.index, POLL_SECONDS)
             if command is None:
@@ -153,17 +154,17 @@ class _Server:
                 self.close()
                 return
             try:
-                reply = handlers[Command(command)]()
+                reply = handlers[command]()
             except SystemExit:
                 raise  # an env ended the process: the parent reports the exit code
             except BaseException as exc:  # noqa: B036 - reported to the parent
-                self.barrier.finish(self.index, Status.ERROR)
+                self.barrier.finish(self.index, error)
                 _send_error(self.conn, exc, self._failed_env(command))
                 continue
             if reply is None:
-                self.barrier.finish(self.index, Status.OK)
-            elif isinstance(reply, Status):  # INFOS: the infos are in the info area already
-                self.barrier.finish(self.index, reply)
+                self.barrier.finish(self.index, ok)
+            elif isinstance(reply, Status):  # INFOS: they are in the info area already
+                self.barrier.finish(self.index, infos)
             else:
                 self._reply(reply)
 
@@ -193,10 +194,10 @@ class _Server:
         if self.action_layout is None:
             message: StepActions = self.conn.recv()
             return message.actions
-        batch = copy_tree(self.action_views)
-        if isinstance(batch, np.ndarray):
-            return list(batch)
-        return list(iterate(self.block_action_space, batch))
+        views = self.action_views
+        if type(views) is np.ndarray:
+            return list(views.copy())
+        return list(iterate(self.block_action_space, copy_tree(views)))
 
     def step(self) -> BlockReply | Status | None:
         entries = self.env_block.step(self._actions())

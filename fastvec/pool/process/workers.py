@@ -15,8 +15,6 @@ from collections.abc import Callable, Sequence
 from multiprocessing.connection import wait as wait_for
 from typing import Any
 
-import numpy as np
-
 from fastvec._kernels.barrier import Barrier
 from fastvec.errors import WorkerError, WorkerTimeout
 from fastvec.pool.base import CLOSE_GRACE_SECONDS, SLICE_SECONDS
@@ -55,7 +53,7 @@ class Workers:
         self.restart_dead = restart_dead
         self.wait_timeout: float | None = None  # one wait's own limit (step_wait(timeout=))
         self.cpus = usable_cpus()
-        self.posted_at = np.zeros(num_blocks)  # monotonic time of each block's command
+        self.posted_at = [0.0] * num_blocks  # monotonic time of each block's command
         self._next_check = 0.0  # monotonic time of the next liveness/deadline check
         self._wait_deadline = float("inf")
 
@@ -88,7 +86,10 @@ class Workers:
 
     def post(self, blocks: Sequence[int], command: Command) -> None:
         """Post ``command`` to ``blocks``, noting when (for the timeout)."""
-        self.posted_at[list(blocks)] = time.monotonic()
+        now = time.monotonic()
+        posted_at = self.posted_at
+        for b in blocks:
+            posted_at[b] = now
         self.barrier.post(blocks, command)
 
     def let_run(self, blocks: Sequence[int]) -> None:
@@ -121,9 +122,14 @@ class Workers:
             self._wait_deadline = now + self.wait_timeout
             deadline = min(deadline, self._wait_deadline)
         replies: dict[int, Any] = {}
+        barrier = self.barrier
         while len(replies) < want:
-            self.barrier.wait(waiting, want - len(replies), SLICE_SECONDS)
-            for b in self.barrier.done_in_order(waiting)[: want - len(replies)]:
+            done = barrier.wait(waiting, want - len(replies), SLICE_SECONDS)
+            if done == len(waiting) == want - len(replies):
+                for b in waiting:  # every one wanted and done: no order to keep
+                    replies[b] = self._reply(b, deadline, what, error_of)
+                return replies
+            for b in barrier.done_in_order(waiting)[: want - len(replies)]:
                 waiting.remove(b)
                 replies[b] = self._reply(b, deadline, what, error_of)
             # Liveness and deadlines are checked whenever a wait comes back short, and
@@ -194,7 +200,8 @@ class Workers:
 
     def close(self, pending: Sequence[int], timeout: float | None, terminate: bool) -> None:
         """Stop every worker: at once with ``terminate``, else after ``pending`` blocks'
-        commands had until ``timeout`` to finish and the envs were asked to close."""
+        commands had until ``timeout`` to finish and the envs were asked to close.
+        """
         start = time.monotonic()
         procs = [p for p in self.procs if p is not None]
         self.procs = [None] * len(self.procs)

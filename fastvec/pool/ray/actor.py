@@ -178,7 +178,8 @@ class BlockHost:
 
     def _current(self, control: bool = False) -> int | None:
         """The env (in the block) that was running, for a block stepped in this process
-        (a process pool's errors name their env themselves)."""
+        (a process pool's errors name their env themselves).
+        """
         if not isinstance(self.pool, LocalPool):
             return None
         block = self.pool.block

@@ -110,7 +110,8 @@ class RayPool(Pool):
 
     def _start_actor(self, b: int, avoid: str | None = None) -> Any:
         """Actor ``b`` on the ``b``-th alive node (round robin) unless the options place it;
-        ``avoid``: a node not to use if there are others (where the actor it replaces was)."""
+        ``avoid``: a node not to use if there are others (where the actor it replaces was).
+        """
         options = self._options
         if "scheduling_strategy" not in options and "placement_group" not in options:
             options = {**options, "scheduling_strategy": self._spread(b, avoid)}

@@ -12,14 +12,11 @@ from __future__ import annotations
 
 import functools
 import os
-import select
 import signal
-import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +24,7 @@ import numpy as np
 import pytest
 
 from fastvec.errors import FastVecError, WorkerError, WorkerTimeout
-from tests.support import internals, leaks
+from tests.support import internals
 from tests.support.envs import (
     CountingEnv,
     CrashingEnv,
@@ -38,6 +35,7 @@ from tests.support.envs import (
     crashing_fns,
     make_fns,
 )
+from tests.support.processes import start_time, timer, wait_gone
 
 pytestmark = [pytest.mark.subprocess]
 
@@ -49,73 +47,8 @@ GONE_SECONDS = 5.0  # processes of a killed trainer are gone within this long
 ZEROS = np.zeros(4, dtype=np.int64)
 
 
-@contextmanager
-def timer() -> Iterator[list[float]]:
-    """``with timer() as took:`` ... ``took[0]`` is the elapsed time in seconds."""
-    took = [float("nan")]
-    start = time.monotonic()
-    try:
-        yield took
-    finally:
-        took[0] = time.monotonic() - start
-
-
 def worker_pids(envs: Any) -> list[int]:
     return internals.worker_pids(envs)
-
-
-def _stat(pid: int) -> tuple[str, int, int] | None:
-    """State, parent pid and start time of ``pid`` from ``/proc``, None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read().decode(errors="replace")
-    except OSError:
-        return None
-    fields = stat[stat.rindex(")") + 2:].split()
-    return fields[0], int(fields[1]), int(fields[19])
-
-
-def running(pid: int, started: int | None = None) -> bool:
-    """Whether ``pid`` is a live process (a zombie is dead), the same one if ``started``."""
-    stat = _stat(pid)
-    return stat is not None and stat[0] != "Z" and (started is None or stat[2] == started)
-
-
-def descendants(root: int) -> dict[int, int]:
-    """Live descendants of ``root``: pid -> start time (to tell a reused pid)."""
-    children: dict[int, list[int]] = {}
-    for name in os.listdir("/proc"):
-        if name.isdigit():
-            stat = _stat(int(name))
-            if stat is not None and stat[0] != "Z":
-                children.setdefault(stat[1], []).append(int(name))
-    found: dict[int, int] = {}
-    stack = list(children.get(root, []))
-    while stack:
-        pid = stack.pop()
-        stat = _stat(pid)
-        if stat is not None:
-            found[pid] = stat[2]
-            stack.extend(children.get(pid, []))
-    return found
-
-
-def wait_gone(pids: dict[int, int], timeout: float) -> list[int]:
-    """Wait until none of ``pids`` (pid -> start time) runs; return those still running."""
-    deadline = time.monotonic() + timeout
-    while True:
-        left = [pid for pid, started in pids.items() if running(pid, started)]
-        if not left or time.monotonic() > deadline:
-            return left
-        time.sleep(0.02)
-
-
-def cmdline(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            return f.read().replace(b"\0", b" ").decode(errors="replace")
-    except OSError:
-        return "?"
 
 
 def assert_unusable(envs: Any) -> None:
@@ -127,7 +60,7 @@ def assert_unusable(envs: Any) -> None:
 
 
 def assert_closes_promptly(envs: Any) -> None:
-    pids = {pid: _stat(pid)[2] for pid in worker_pids(envs) if _stat(pid) is not None}
+    pids = {pid: start_time(pid) for pid in worker_pids(envs) if start_time(pid) is not None}
     with timer() as took:
         envs.close()
     assert took[0] < CLOSE_SECONDS, f"close() took {took[0]:.2f} s"
@@ -491,135 +424,3 @@ def test_timeout_in_async_mode(make_subproc):
     closing = time.monotonic()
     envs.close()
     assert time.monotonic() - closing < 4.0
-
-
-# ---------------------------------------------------------------------------
-# the trainer: Ctrl-C, SIGKILL
-
-TRAINER = """
-import sys
-import time
-import numpy as np
-import fastvec
-from tests.support import internals
-from tests.support.envs import SlowEnv, make_fns
-
-if __name__ == "__main__":
-    context, busy = sys.argv[1], sys.argv[2]
-    envs = fastvec.SubprocVecEnv(make_fns(SlowEnv, 4, delay=0.0), num_workers=2,
-                                 context=context)
-    envs.reset(seed=0)
-    envs.set_attr("delay", 0.1 if busy == "workers" else 0.0)
-    print("workers", *internals.worker_pids(envs), flush=True)
-    actions = np.zeros(4, dtype=np.int64)
-    while True:
-        envs.step(actions)
-        if busy == "trainer":
-            time.sleep(0.1)  # the trainer's own work, while the workers wait
-"""
-
-
-def start_trainer(context: str, busy: str) -> tuple[subprocess.Popen, list[int]]:
-    """The trainer script in a new session; returns it and its worker pids.
-
-    ``busy``: ``"workers"`` (steps take 0.2 s, the trainer mostly waits for them)
-    or ``"trainer"`` (steps are instant, the workers mostly wait for commands).
-    """
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
-    env.pop("PYTHONFAULTHANDLER", None)
-    proc = subprocess.Popen([sys.executable, "-c", TRAINER, context, busy], cwd=ROOT,
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
-    ready, _, _ = select.select([proc.stdout], [], [], 30.0)
-    line = proc.stdout.readline().decode() if ready else ""
-    if not line.startswith("workers"):
-        proc.kill()
-        _, err = proc.communicate(timeout=10)
-        pytest.fail(f"the trainer did not start: {line!r}\n{err.decode()}")
-    return proc, [int(pid) for pid in line.split()[1:]]
-
-
-@contextmanager
-def trainer(context: str, busy: str = "workers"
-            ) -> Iterator[tuple[subprocess.Popen, list[int], dict[int, int]]]:
-    """A running trainer, its worker pids, and all its descendants (pid -> start time).
-
-    Whatever happens, nothing it started is left running afterwards.
-    """
-    proc, workers = start_trainer(context, busy)
-    time.sleep(0.3)  # a few steps
-    family = descendants(proc.pid)
-    try:
-        assert set(workers) <= set(family), f"workers {workers} not among {family}"
-        yield proc, workers, family
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(10)
-        proc.stdout.close()
-        proc.stderr.close()
-        for pid, started in family.items():
-            if running(pid, started):
-                os.kill(pid, signal.SIGKILL)
-
-
-@pytest.mark.parametrize("context", CONTEXTS)
-@pytest.mark.parametrize("target, busy", [
-    ("group", "workers"), ("group", "trainer"), ("process", "workers"),
-], ids=["group-in-step", "group-between-steps", "trainer-only-in-step"])
-def test_ctrl_c_in_the_trainer_shuts_down_cleanly(context, target, busy):
-    """SIGINT to the trainer, or (as a terminal sends it) to its whole process group."""
-    with trainer(context, busy) as (proc, workers, family):
-        interrupted = time.monotonic()
-        if target == "group":
-            os.killpg(proc.pid, signal.SIGINT)
-        else:
-            os.kill(proc.pid, signal.SIGINT)
-        try:
-            _, err_bytes = proc.communicate(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            pytest.fail("the trainer did not exit within 5 s of Ctrl-C")
-        took = time.monotonic() - interrupted
-        err = err_bytes.decode(errors="replace")
-        left = wait_gone(family, 2.0)
-    assert took < 3.0, f"the trainer took {took:.2f} s to exit"
-    assert proc.returncode != 0
-    assert err.count("Traceback (most recent call last)") == 1, err
-    assert err.rstrip().splitlines()[-1] == "KeyboardInterrupt", err
-    assert "fastvec-worker" not in err and "_worker.py" not in err, err
-    assert not left, "still running:\n" + "\n".join(f"{p}: {cmdline(p)}" for p in left)
-
-
-@pytest.mark.crash
-@pytest.mark.parametrize("context", CONTEXTS)
-def test_sigkill_of_the_trainer_leaves_no_process_and_no_shared_memory(context):
-    shm_before = leaks.shm_entries()
-    with trainer(context) as (proc, workers, family):
-        kinds = {pid: cmdline(pid) for pid in family}
-        proc.kill()
-        proc.wait(5.0)
-        left = wait_gone(family, GONE_SECONDS)
-    assert not left, "still running after the trainer was killed:\n" + "\n".join(
-        f"{pid}: {kinds[pid]}" for pid in left)
-    new_shm = leaks.wait_shm_released(shm_before, 1.0)
-    assert not new_shm, f"new in /dev/shm: {sorted(new_shm)}"
-
-
-@pytest.mark.crash
-@pytest.mark.parametrize("context", CONTEXTS)
-def test_sigterm_to_the_trainer_leaves_nothing_and_no_worker_tracebacks(context):
-    """A cluster scheduler's SIGTERM: the trainer ends, and so does everything it started."""
-    shm_before = leaks.shm_entries()
-    with trainer(context) as (proc, workers, family):
-        proc.terminate()
-        try:
-            _, err_bytes = proc.communicate(timeout=5.0)
-        except subprocess.TimeoutExpired:
-            pytest.fail("the trainer did not exit within 5 s of SIGTERM")
-        left = wait_gone(family, GONE_SECONDS)
-    assert proc.returncode == -signal.SIGTERM
-    err = err_bytes.decode(errors="replace")
-    assert "Traceback" not in err and "fastvec-worker" not in err, err
-    assert not left, "still running after SIGTERM:\n" + "\n".join(
-        f"{pid}: {cmdline(pid)}" for pid in left)
-    assert not leaks.wait_shm_released(shm_before, 1.0)

@@ -12,8 +12,8 @@ from gymnasium.vector import SyncVectorEnv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastvec.pool.process import shared_infos as slab
 from fastvec._kernels.infos import batch_block_infos, batch_infos
+from fastvec.pool.process import shared_infos as slab
 from tests.support import internals
 from tests.support.compare import assert_tree_equal
 
