@@ -6,7 +6,7 @@ exception's type and message; its traceback at DEBUG), ``restart_counts`` and
 ``total_restarts`` count them, and past ``max_restarts`` the next failure raises
 the ``WorkerError`` it would have been.  What a restart does to the batch
 (truncation, ``infos["worker_restarted"]``, the other envs untouched) is
-``test_faults.py``'s, ``test_local_block.py``'s and ``test_ray_env.py``'s.
+``test_subproc_faults.py``'s, ``test_local_block.py``'s and ``test_ray_env.py``'s.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from fastvec.errors import WorkerError
-from tests.support import backends, internals
-from tests.support.envs import CountingEnv, RaisingEnv, make_fns
+from tests import backends, internals
+from tests.envs import CountingEnv, RaisingEnv, make_fns
 
 pytestmark = pytest.mark.fastvec_only
 
