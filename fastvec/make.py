@@ -20,28 +20,35 @@ _ALIASES = {VectorizeMode.SYNC.value: "sync", VectorizeMode.ASYNC.value: "subpro
 def make(
     env_id: str | EnvSpec | Callable[..., gym.Env],
     num_envs: int = 1,
-    backend: str | VectorizeMode = "sync",
+    backend: str | VectorizeMode | None = None,
     vector_kwargs: dict[str, Any] | None = None,
     wrappers: Sequence[Callable[[gym.Env], gym.Env]] | None = None,
+    *,
+    vectorization_mode: str | VectorizeMode | None = None,
     **env_kwargs: Any,
 ) -> gym.vector.VectorEnv:
     """Make ``num_envs`` copies of an env as one fastvec vector env.
 
     Mirrors ``gymnasium.make_vec``, so switching is one name:
-    ``gym.make_vec("CartPole-v1", 8, vectorization_mode="async")`` becomes
-    ``fastvec.make("CartPole-v1", 8, backend="subproc")``.
+    ``gym.make_vec("CartPole-v1", 8, vectorization_mode="async", vector_kwargs=...)``
+    becomes ``fastvec.make("CartPole-v1", 8, vectorization_mode="async",
+    vector_kwargs=...)`` (a ``SubprocVecEnv``, which takes ``AsyncVectorEnv``'s
+    keywords), or ``fastvec.make("CartPole-v1", 8, backend="subproc")``.
 
     Args:
         env_id: A registered id (``"CartPole-v1"``), an ``EnvSpec``, or a callable
             returning a ``gymnasium.Env`` (called with ``env_kwargs``).
         num_envs: How many copies to run.
-        backend: ``"sync"`` (``SyncVecEnv``, in this process), ``"subproc"``
-            (``SubprocVecEnv``, worker processes) or ``"ray"`` (``RayVecEnv``, Ray
-            actors; needs the ``ray`` extra). Gymnasium's mode names are accepted
-            too: ``"async"`` means ``"subproc"``.
+        backend: ``"sync"`` (``SyncVecEnv``, in this process; the default),
+            ``"subproc"`` (``SubprocVecEnv``, worker processes) or ``"ray"``
+            (``RayVecEnv``, Ray actors; needs the ``ray`` extra). Gymnasium's mode
+            names are accepted too: ``"async"`` means ``"subproc"``.
         vector_kwargs: Keyword arguments for the vector env class, e.g.
             ``{"num_workers": 2, "autoreset_mode": "same_step"}``.
         wrappers: Wrappers applied to each env, in order (``wrapper(env)``).
+        vectorization_mode: ``gymnasium.make_vec``'s name for ``backend`` (give one
+            of the two): ``"sync"``, ``"async"`` or a ``VectorizeMode``; fastvec's
+            backend names are accepted too.
         **env_kwargs: Keyword arguments for each env (``gymnasium.make`` or the
             callable), e.g. ``max_episode_steps=200`` or ``render_mode="rgb_array"``.
 
@@ -50,7 +57,8 @@ def make(
         kwargs and ``num_envs`` as ``gymnasium.make_vec`` does.
 
     Raises:
-        ValueError: ``num_envs`` is not a positive int or ``backend`` is unknown.
+        ValueError: ``num_envs`` is not a positive int, ``backend`` is unknown, or
+            ``backend`` and ``vectorization_mode`` disagree.
         gymnasium.error.Error: The id is not registered.
 
     Example:
@@ -62,7 +70,7 @@ def make(
     """
     if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
         raise ValueError(f"expected num_envs to be a positive int, got {num_envs!r}")
-    backend_name = _backend_name(backend)
+    backend_name = _backend_name(backend, vectorization_mode)
     spec = None
     if isinstance(env_id, (str, EnvSpec)):
         spec = gym.spec(env_id) if isinstance(env_id, str) else env_id
@@ -92,13 +100,27 @@ def make(
     return envs
 
 
-def _backend_name(backend: str | VectorizeMode) -> str:
-    name = backend.value if isinstance(backend, VectorizeMode) else backend
+def _backend_name(backend: str | VectorizeMode | None,
+                  vectorization_mode: str | VectorizeMode | None) -> str:
+    names = {arg: _one_name(value, arg) for arg, value in
+             (("backend", backend), ("vectorization_mode", vectorization_mode))
+             if value is not None}
+    if len(set(names.values())) > 1:
+        raise ValueError(f"backend={backend!r} and vectorization_mode={vectorization_mode!r} "
+                         "disagree: give one of the two")
+    return next(iter(names.values()), "sync")
+
+
+def _one_name(value: str | VectorizeMode, arg: str) -> str:
+    name = value.value if isinstance(value, VectorizeMode) else value
+    if name == VectorizeMode.VECTOR_ENTRY_POINT.value:
+        raise ValueError(f"{arg}={value!r}: an env's own vector entry point is not run by "
+                         "fastvec; use gymnasium.make_vec for it, or 'sync' / 'async'")
     name = _ALIASES.get(name, name)
     if name not in BACKENDS:
         raise ValueError(
-            f"expected backend to be one of {BACKENDS} (or Gymnasium's 'sync'/'async'), "
-            f"got {backend!r}"
+            f"expected {arg} to be one of {BACKENDS} (or Gymnasium's 'sync'/'async'), "
+            f"got {value!r}"
         )
     return name
 

@@ -51,3 +51,22 @@ def test_the_python_layer_type_checks():
         cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_with_keeps_the_vector_env_type(tmp_path):
+    """``with SubprocVecEnv(...) as envs``: a type checker sees a ``SubprocVecEnv``."""
+    snippet = tmp_path / "with_block.py"
+    snippet.write_text(
+        "from typing_extensions import assert_type\n"
+        "import fastvec\n"
+        "def check(fns: list) -> None:\n"
+        "    with fastvec.SubprocVecEnv(fns) as envs:\n"
+        "        assert_type(envs, fastvec.SubprocVecEnv)\n"
+        "    with fastvec.SyncVecEnv(fns) as sync:\n"
+        "        assert_type(sync, fastvec.SyncVecEnv)\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", str(snippet)],
+        cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr

@@ -6,7 +6,7 @@ A one-line swap for SB3 scripts (``pip install "fastvec[sb3]"``)::
     from stable_baselines3 import PPO
 
     if __name__ == "__main__":  # fastvec's workers start by forkserver/spawn
-        venv = make_sb3_env("CartPole-v1", n_envs=8, backend="subproc", seed=0)
+        venv = make_sb3_env("CartPole-v1", n_envs=8, seed=0)  # worker processes
         PPO("MlpPolicy", venv).learn(100_000)   # was make_vec_env(..., SubprocVecEnv)
         venv.close()
 
@@ -28,6 +28,7 @@ array (equal in value).
 from __future__ import annotations
 
 import functools
+import os
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -82,49 +83,128 @@ def to_sb3(envs: gym.vector.VectorEnv) -> Any:
 def make_sb3_env(
     env_id: str | Callable[..., gym.Env],
     n_envs: int = 1,
-    backend: str = "subproc",
     seed: int | None = None,
+    start_index: int = 0,
+    monitor_dir: str | None = None,
+    wrapper_class: Callable[..., gym.Env] | None = None,
+    env_kwargs: dict[str, Any] | None = None,
+    vec_env_cls: type | None = None,
+    vec_env_kwargs: dict[str, Any] | None = None,
+    monitor_kwargs: dict[str, Any] | None = None,
+    wrapper_kwargs: dict[str, Any] | None = None,
+    *,
+    backend: str | None = None,
     monitor: bool = True,
     wrappers: Sequence[Callable[[gym.Env], gym.Env]] | None = None,
     vector_kwargs: dict[str, Any] | None = None,
-    **env_kwargs: Any,
+    **more_env_kwargs: Any,
 ) -> Any:
-    """Like SB3's ``make_vec_env``, on fastvec: ``n_envs`` envs as an SB3 ``VecEnv``.
+    """SB3's ``make_vec_env`` on fastvec: ``n_envs`` envs as an SB3 ``VecEnv``.
+
+    Takes ``make_vec_env``'s arguments, in its order, and builds each env as it does
+    (a string id gets ``render_mode="rgb_array"`` unless told otherwise; env
+    ``start_index + i`` seeds its action space with ``seed + start_index + i``; a
+    ``Monitor``, writing to ``monitor_dir/<rank>`` when given, then
+    ``wrapper_class(env, **wrapper_kwargs)``), so the same seeds and actions give
+    what ``make_vec_env`` gives.
 
     Args:
         env_id: A registered id or a callable returning a ``gymnasium.Env``.
         n_envs: How many envs.
-        backend: ``"subproc"`` (worker processes) or ``"sync"`` (this process).
         seed: Seeds env ``i`` with ``seed + i`` at the first reset (SB3's ``seed``).
-        monitor: Wrap each env in SB3's ``Monitor`` first (as ``make_vec_env`` does),
-            so SB3 logs episode returns and lengths.
-        wrappers: More wrappers for each env, applied after ``Monitor``.
-        vector_kwargs: Options of the fastvec env (``num_workers``, ``timeout``...);
+        start_index: The rank of the first env (monitor files, action-space seeds).
+        monitor_dir: Where each env's ``Monitor`` writes ``<rank>.monitor.csv``.
+        wrapper_class: A wrapper for each env, applied after ``Monitor``.
+        env_kwargs: Keyword arguments for each env.
+        monitor_kwargs: Keyword arguments for ``Monitor``.
+        wrapper_kwargs: Keyword arguments for ``wrapper_class``.
+        vec_env_cls: SB3's ``DummyVecEnv`` (means ``backend="sync"``) or
+            ``SubprocVecEnv`` (``"subproc"``), or a fastvec class.
+        vec_env_kwargs: Options of that class: SB3's ``start_method`` becomes
+            fastvec's ``context``; others go to the fastvec env (``num_workers``...).
+        backend: ``"subproc"`` (worker processes; the default), ``"sync"`` (this
+            process) or ``"ray"``; give this or ``vec_env_cls``.
+        monitor: ``False`` leaves SB3's ``Monitor`` out (``make_vec_env`` always adds it).
+        wrappers: More wrappers for each env, applied after ``wrapper_class``.
+        vector_kwargs: Options of the fastvec env, as ``vec_env_kwargs``;
             ``autoreset_mode`` is always ``"same_step"``.
-        **env_kwargs: Keyword arguments for each env.
+        **more_env_kwargs: More keyword arguments for each env (with ``env_kwargs``).
 
     Returns:
         The SB3 ``VecEnv`` (see :func:`to_sb3`).
     """
     try:
-        from stable_baselines3.common.monitor import Monitor
+        import stable_baselines3.common.monitor  # noqa: F401
     except ImportError as exc:
         raise ImportError(_INSTALL) from exc
     import fastvec
 
-    vector_kwargs = dict(vector_kwargs or {})
-    mode = vector_kwargs.pop("autoreset_mode", AutoresetMode.SAME_STEP)
+    options = dict(vec_env_kwargs or {})
+    if "start_method" in options:
+        options["context"] = options.pop("start_method")
+    options.update(vector_kwargs or {})
+    mode = options.pop("autoreset_mode", AutoresetMode.SAME_STEP)
     if mode not in (AutoresetMode.SAME_STEP, "same_step", "SameStep", "SAME_STEP"):
         raise ValueError(f"SB3 needs autoreset_mode='same_step', got {mode!r}")
-    chain: list[Callable[[gym.Env], gym.Env]] = [Monitor] if monitor else []
-    chain += list(wrappers or ())
-    envs = fastvec.make(env_id, n_envs, backend=backend, wrappers=chain,
-                        vector_kwargs={**vector_kwargs, "autoreset_mode": AutoresetMode.SAME_STEP},
-                        **env_kwargs)
-    venv = to_sb3(envs)
-    if seed is not None:
-        venv.seed(seed)
+    options["autoreset_mode"] = AutoresetMode.SAME_STEP
+    vec_class = {"sync": fastvec.SyncVecEnv, "subproc": fastvec.SubprocVecEnv,
+                 "ray": fastvec.RayVecEnv}[_backend(backend, vec_env_cls)]
+    build = functools.partial(
+        _sb3_env, env_id, seed, monitor_dir if monitor else None,
+        dict(monitor_kwargs or {}) if monitor else None, wrapper_class,
+        dict(wrapper_kwargs or {}), tuple(wrappers or ()),
+        {**(env_kwargs or {}), **more_env_kwargs})
+    env_fns = [functools.partial(build, start_index + i) for i in range(n_envs)]
+    venv = to_sb3(vec_class(env_fns, **options))
+    venv.seed(seed)
     return venv
+
+
+def _backend(backend: str | None, vec_env_cls: type | None) -> str:
+    """The backend that ``backend`` or SB3's ``vec_env_cls`` names (one of the two)."""
+    if vec_env_cls is None:
+        name = backend or "subproc"
+    else:
+        names = {"DummyVecEnv": "sync", "SubprocVecEnv": "subproc", "SyncVecEnv": "sync",
+                 "RayVecEnv": "ray"}
+        name = names.get(vec_env_cls.__name__, "")
+        if not name:
+            raise ValueError("expected vec_env_cls to be SB3's DummyVecEnv or SubprocVecEnv "
+                             f"or a fastvec vector env class, got {vec_env_cls!r}")
+        if backend is not None and backend != name:
+            raise ValueError(f"backend={backend!r} and vec_env_cls={vec_env_cls.__name__} "
+                             "disagree: give one of the two")
+    if name not in ("sync", "subproc", "ray"):
+        raise ValueError(f"expected backend 'subproc', 'sync' or 'ray', got {backend!r}")
+    return name
+
+
+def _sb3_env(env_id: str | Callable[..., gym.Env], seed: int | None, monitor_dir: str | None,
+             monitor_kwargs: dict | None, wrapper_class: Callable[..., gym.Env] | None,
+             wrapper_kwargs: dict, wrappers: tuple, env_kwargs: dict, rank: int) -> gym.Env:
+    """Env ``rank``, built as ``make_vec_env`` builds it (``monitor_kwargs`` None: no Monitor)."""
+    if isinstance(env_id, str):
+        try:
+            env = gym.make(env_id, **{"render_mode": "rgb_array", **env_kwargs})
+        except TypeError:  # an env that takes no render_mode
+            env = gym.make(env_id, **env_kwargs)
+    else:
+        env = env_id(**env_kwargs)
+    if seed is not None:
+        env.action_space.seed(seed + rank)
+    if monitor_kwargs is not None:
+        from stable_baselines3.common.monitor import Monitor
+
+        path = None
+        if monitor_dir is not None:
+            os.makedirs(monitor_dir, exist_ok=True)
+            path = os.path.join(monitor_dir, str(rank))
+        env = Monitor(env, filename=path, **monitor_kwargs)
+    if wrapper_class is not None:
+        env = wrapper_class(env, **wrapper_kwargs)
+    for wrapper in wrappers:
+        env = wrapper(env)
+    return env
 
 
 @functools.cache

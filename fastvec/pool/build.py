@@ -69,7 +69,7 @@ def process_pool(env_fns: Sequence[Callable[[], Any]], mode: int, copy: bool,
                  timeout: float | None = None, on_worker_failure: str = "raise",
                  observation_mode: ObservationMode = "same",
                  max_restarts: int | None = DEFAULT_MAX_RESTARTS,
-                 local_block: bool = False) -> ProcessPool:
+                 local_block: bool = False, daemon: bool = True) -> ProcessPool:
     """Worker processes for ``env_fns``, in contiguous blocks (with ``local_block``, block
     0 in this process), started, checked and attached.
 
@@ -100,7 +100,8 @@ def process_pool(env_fns: Sequence[Callable[[], Any]], mode: int, copy: bool,
     restarts = Restarts(num_envs, max_restarts) if on_worker_failure == "restart" else None
     pool = ProcessPool(env_fns, split_blocks(num_envs, num_workers + local),
                        mp.get_context(context or default_context()), mode, copy, timeout,
-                       on_worker_failure, observation_mode, restarts, local=bool(local_block))
+                       on_worker_failure, observation_mode, restarts, local=bool(local_block),
+                       daemon=bool(daemon))
     pool.num_workers = num_workers
     pool.context = context or default_context()
     return pool

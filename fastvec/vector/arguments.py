@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import numbers
+import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -10,7 +12,7 @@ from gymnasium.vector import AutoresetMode
 
 from fastvec._kernels.stepping import Autoreset
 
-__all__ = ["mode_code", "parse_autoreset_mode", "reset_args"]
+__all__ = ["async_vector_env_options", "mode_code", "parse_autoreset_mode", "reset_args"]
 
 _MODE_CODES = {
     AutoresetMode.NEXT_STEP: Autoreset.NEXT_STEP,
@@ -89,3 +91,29 @@ def _reset_mask(mask: Any, num_envs: int) -> np.ndarray:
     if not mask.any():
         raise ValueError("expected options['reset_mask'] to select at least one env")
     return mask
+
+
+def async_vector_env_options(num_workers: int | None, default_workers: Callable[[], int],
+                             shared_memory: bool, worker: Callable | None,
+                             max_concurrency: int | None) -> int | None:
+    """Gymnasium ``AsyncVectorEnv``'s options, taken so that its arguments carry over.
+
+    ``max_concurrency`` caps the workers (each steps its envs one after another, so
+    at most that many envs step at once); ``shared_memory=False`` and a custom
+    ``worker`` cannot apply and each says so in a ``UserWarning``.  Returns the
+    number of workers (None: the default).
+    """
+    if not shared_memory:
+        warnings.warn("SubprocVecEnv always steps through shared memory: "
+                      "shared_memory=False changes nothing", UserWarning, stacklevel=3)
+    if worker is not None:
+        warnings.warn("SubprocVecEnv's workers step their envs with compiled code through "
+                      "shared memory: a custom AsyncVectorEnv worker function is ignored",
+                      UserWarning, stacklevel=3)
+    if max_concurrency is None:
+        return num_workers
+    if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, numbers.Integral) \
+            or max_concurrency < 1:
+        raise ValueError(f"expected max_concurrency to be a positive int or None, got "
+                         f"{max_concurrency!r}")
+    return min(default_workers() if num_workers is None else num_workers, int(max_concurrency))

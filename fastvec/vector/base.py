@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypeVar
 
 import numpy as np
 from gymnasium.vector import AutoresetMode, VectorEnv
@@ -34,6 +34,7 @@ from fastvec.vector.split_calls import SplitCalls
 
 __all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
 
+_Self = TypeVar("_Self", bound="BatchedVecEnv")  # `with Env(...) as envs` keeps the type
 _RECV_SEND = ("recv", "send")
 _IDLE, _WAITING_STEP, _CLOSED = CallState.IDLE, CallState.WAITING_STEP, CallState.CLOSED
 _DISABLED, _SAME_STEP = int(Autoreset.DISABLED), int(Autoreset.SAME_STEP)
@@ -363,7 +364,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
             check_whole_games(mask, len(self.agents))
         return [seeds[g] for g in self.game_of_row.tolist()], mask
 
-    def __enter__(self) -> BatchedVecEnv:
+    def __enter__(self: _Self) -> _Self:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:

@@ -15,10 +15,10 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
-from fastvec.pool.build import process_pool
+from fastvec.pool.build import default_num_workers, process_pool
 from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS
 from fastvec.spaces.observation_mode import ObservationMode
-from fastvec.vector.arguments import mode_code, parse_autoreset_mode
+from fastvec.vector.arguments import async_vector_env_options, mode_code, parse_autoreset_mode
 from fastvec.vector.async_batches import RemoteVecEnv, check_batch_size, check_positive
 
 __all__ = ["SubprocVecEnv"]
@@ -62,6 +62,14 @@ class SubprocVecEnv(RemoteVecEnv):
         observation_mode: ``"same"``, ``"different"`` or ``(observation_space,
             single_observation_space)``, as in :class:`fastvec.SyncVecEnv` (with
             ``"different"`` every env's space is read once the workers built them).
+        daemon: the workers' ``daemon`` flag, as in Gymnasium's ``AsyncVectorEnv``:
+            ``False`` lets an env start processes of its own (a daemonic process may
+            not); either way the workers end with the trainer.
+        max_concurrency: at most this many envs step at once (``AsyncVectorEnv``'s):
+            caps ``num_workers``, since a worker steps its envs one after another.
+        shared_memory, worker: accepted so that ``AsyncVectorEnv``'s arguments carry
+            over; they cannot apply (fastvec always steps through shared memory, with
+            its own workers), and a ``UserWarning`` says so.
 
     Raises:
         ValueError: an argument is out of range (the message says what would work), or
@@ -94,12 +102,20 @@ class SubprocVecEnv(RemoteVecEnv):
         local_block: bool = False,
         observation_mode: ObservationMode = "same",
         max_restarts: int | None = DEFAULT_MAX_RESTARTS,
+        *,
+        daemon: bool = True,
+        max_concurrency: int | None = None,
+        shared_memory: bool = True,
+        worker: Callable | None = None,
     ) -> None:
         mode = parse_autoreset_mode(autoreset_mode)
         check_positive(batch_size)  # the rest once the rows are known (games fill several)
+        num_workers = async_vector_env_options(
+            num_workers, lambda: default_num_workers(len(env_fns), bool(local_block)),
+            shared_memory, worker, max_concurrency)
         pool = process_pool(env_fns, mode_code(mode), bool(copy), num_workers, context,
                             timeout, on_worker_failure, observation_mode, max_restarts,
-                            bool(local_block))
+                            bool(local_block), bool(daemon))
         try:
             self.batch_size = check_batch_size(batch_size, pool.num_rows, pool.num_workers,
                                                int(bool(local_block)))

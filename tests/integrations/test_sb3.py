@@ -234,3 +234,72 @@ def test_missing_sb3_says_how_to_install(monkeypatch):
             to_sb3(fastvec.SyncVecEnv(cartpole_fns(1), autoreset_mode="same_step"))
     finally:
         adapter._adapter_class.cache_clear()
+
+
+class ScaledReward(gym.Wrapper):
+    """A wrapper class with keyword arguments, as ``make_vec_env``'s ``wrapper_class``."""
+
+    def __init__(self, env, scale=1.0):
+        super().__init__(env)
+        self.scale = scale
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        return obs, reward * self.scale, terminated, truncated, info
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_make_vec_env_keywords_give_what_make_vec_env_gives(backend, tmp_path):
+    from stable_baselines3.common.env_util import make_vec_env
+
+    cls = {"sync": DummyVecEnv, "subproc": None}[backend]
+    keywords = dict(seed=3, start_index=2, wrapper_class=ScaledReward,
+                    wrapper_kwargs={"scale": 0.5}, env_kwargs={"max_episode_steps": 12},
+                    monitor_kwargs={"info_keywords": ()})
+    ours = make_sb3_env("CartPole-v1", 3, monitor_dir=str(tmp_path / "ours"),
+                        vec_env_cls=cls, vec_env_kwargs={} if cls else {"num_workers": 2},
+                        backend=None if cls else "subproc", **keywords)
+    theirs = make_vec_env("CartPole-v1", 3, monitor_dir=str(tmp_path / "theirs"), **keywords)
+    assert ours.render_mode == theirs.render_mode == "rgb_array"
+    assert [s.sample() for s in ours.get_attr("action_space")] == \
+        [s.sample() for s in theirs.get_attr("action_space")]  # seed + start_index + i
+    assert np.array_equal(ours.reset(), theirs.reset())
+    rng = np.random.default_rng(0)
+    for _ in range(40):
+        actions = rng.integers(0, 2, 3)
+        got, want = ours.step(actions), theirs.step(actions)
+        for a, b in zip(got[:3], want[:3], strict=True):
+            assert np.array_equal(a, b)
+        for a, b in zip(got[3], want[3], strict=True):
+            assert a.keys() == b.keys()
+            assert a["TimeLimit.truncated"] == b["TimeLimit.truncated"]
+            if "episode" in b:
+                assert (a["episode"]["r"], a["episode"]["l"]) == \
+                    (b["episode"]["r"], b["episode"]["l"])
+    names = {p.name for p in (tmp_path / "theirs").iterdir()}
+    assert names == {"2.monitor.csv", "3.monitor.csv", "4.monitor.csv"}
+    assert {p.name for p in (tmp_path / "ours").iterdir()} == names
+    ours.close()
+    theirs.close()
+
+
+def test_vec_env_cls_picks_the_backend_and_start_method_becomes_context():
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    assert adapter._backend(None, DummyVecEnv) == "sync"
+    assert adapter._backend(None, SubprocVecEnv) == "subproc"
+    assert adapter._backend(None, None) == "subproc"
+    with pytest.raises(ValueError, match="disagree"):
+        adapter._backend("sync", SubprocVecEnv)
+    with pytest.raises(ValueError, match="vec_env_cls"):
+        adapter._backend(None, VecNormalize)
+
+
+@pytest.mark.subprocess
+def test_sb3_subproc_start_method_is_the_context():
+    from stable_baselines3.common.vec_env import SubprocVecEnv
+
+    venv = make_sb3_env("CartPole-v1", 2, vec_env_cls=SubprocVecEnv,
+                        vec_env_kwargs={"start_method": "spawn"})
+    assert isinstance(venv.envs, fastvec.SubprocVecEnv) and venv.envs.context == "spawn"
+    venv.close()

@@ -73,12 +73,13 @@ class ProcessPool(Pool):
     def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], ctx: Any,
                  mode: int, copy: bool, timeout: float | None = None,
                  on_failure: str = "raise", observation_mode: ObservationMode = "same",
-                 restarts: Restarts | None = None, local: bool = False) -> None:
+                 restarts: Restarts | None = None, local: bool = False,
+                 daemon: bool = True) -> None:
         self.bounds = self.unit_bounds = bounds
         self.on_failure = on_failure
         self.restarts = restarts
         self._mode = mode
-        self.workers = Workers(ctx, len(bounds), timeout, on_failure == "restart")
+        self.workers = Workers(ctx, len(bounds), timeout, on_failure == "restart", daemon)
         self._local: LocalBlock | None = None
         self._local_fns = list(env_fns[:bounds[0][1]]) if local else []
         self._local_envs: list = []

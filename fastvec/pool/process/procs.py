@@ -43,7 +43,7 @@ class WorkerProcess:
     """
 
     def __init__(self, ctx: Any, index: int, block: int, first: int,
-                 env_fns_bytes: bytes) -> None:
+                 env_fns_bytes: bytes, daemon: bool = True) -> None:
         self.index = index
         self.block = block
         self.attached = False  # True once it serves commands through the barrier
@@ -55,7 +55,7 @@ class WorkerProcess:
                         or ctx.get_start_method() == "forkserver")
         self.process = ctx.Process(
             target=_worker.run, args=(index, first, env_fns_bytes, child_conn, death_signal),
-            name=f"fastvec-worker-{index}", daemon=True)
+            name=f"fastvec-worker-{index}", daemon=daemon)
         with _main_module_hidden():
             self.process.start()
         child_conn.close()

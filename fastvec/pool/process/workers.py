@@ -45,8 +45,9 @@ class Workers:
     barrier: Barrier
 
     def __init__(self, ctx: Any, num_blocks: int, timeout: float | None,
-                 restart_dead: bool) -> None:
+                 restart_dead: bool, daemon: bool = True) -> None:
         self.ctx = ctx
+        self.daemon = daemon  # False: envs may start processes of their own
         self.procs: list[WorkerProcess | None] = [None] * num_blocks
         self.blocks: list[int] = []  # the remote blocks, ascending
         self.timeout = timeout
@@ -59,7 +60,7 @@ class Workers:
 
     def start(self, b: int, index: int, first: int, payload: bytes) -> WorkerProcess:
         """Start worker ``index`` for block ``b`` (``first``: its first env, for messages)."""
-        proc = WorkerProcess(self.ctx, index, b, first, payload)
+        proc = WorkerProcess(self.ctx, index, b, first, payload, self.daemon)
         self.procs[b] = proc
         if b not in self.blocks:
             self.blocks = sorted([*self.blocks, b])
