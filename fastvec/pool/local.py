@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from fastvec._kernels.games import GameBlock
+from fastvec._kernels.infos import batch_infos
 from fastvec._kernels.stepping import EnvBlock
 from fastvec.pool.base import Entries, Pool
 from fastvec.pool.buffers import Buffers, rows_of
@@ -132,6 +133,20 @@ class LocalPool(Pool):
 
     def _wait(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
         return {0: self.block.run()}
+
+    # The one block's results, without the failure policy: an env's error is raised as
+    # it comes (nothing restarts here).  Equal to Pool's, one call instead of four.
+
+    def collect_entries(self, blocks: Sequence[int], what: str, want: int | None = None,
+                        restart_truncates: bool = True) -> tuple[list[int], Entries]:
+        entries = self.block.run()
+        return [0], list(entries) if entries else []
+
+    def collect(self, blocks: Sequence[int], what: str, want: int | None = None,
+                restart_truncates: bool = True, compact: bool = False
+                ) -> tuple[list[int], dict]:
+        entries = self.block.run()
+        return [0], batch_infos(entries, self.bounds[0][1]) if entries else {}
 
     def _receive(self, b: int, reply: Any) -> Entries:
         return reply
