@@ -13,7 +13,8 @@ the leaf's exact shape, and is cast with numpy's default ``casting="same_kind"``
 (float64 -> float32, int64 -> int32, bool -> int; not float -> int, nor signed
 -> unsigned).  What does not fit raises ``ObservationError`` (a ``ValueError``)
 naming the env and the leaf (``obs["image"]``).  A cast is noted once per
-process, leaf and dtype in the ``"fastvec"`` logger (level INFO).
+process, leaf and dtype on the ``"fastvec"`` logger (a WARNING; a worker's notes
+reach the trainer's logger, see ``fastvec/pool/notes.py``).
 """
 
 from cpython.long cimport PyLong_AsLongLongAndOverflow, PyLong_CheckExact
@@ -196,13 +197,22 @@ cdef void _note_cast(object name, cnp.dtype got, cnp.dtype want, object value,
         return
     try:
         _noted_casts.add(key)
-        _log.info(
+        _log.warning(
             "env %d returns %s as %s%s where its space says %s; fastvec casts it every "
             "step, as Gymnasium's vector envs do (returning %s skips the conversion; "
             "noted once per leaf and dtype)", env_index, name, got, _source_note(value),
-            want, want)
+            want, want, extra={"note_key": key})
     except Exception:
         pass  # a note must never fail a step
+
+
+def first_note(key):
+    """True the first time ``key`` is seen in this process (a note's identity: a cast's
+    is its leaf and dtypes), so a note logged here and relayed from a worker shows once."""
+    if key in _noted_casts:
+        return False
+    _noted_casts.add(key)
+    return True
 
 
 def _describe(value):

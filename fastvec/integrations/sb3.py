@@ -5,10 +5,9 @@ A one-line swap for SB3 scripts (``pip install "fastvec[sb3]"``)::
     from fastvec.integrations.sb3 import make_sb3_env
     from stable_baselines3 import PPO
 
-    if __name__ == "__main__":  # fastvec's workers start by forkserver/spawn
-        venv = make_sb3_env("CartPole-v1", n_envs=8, seed=0)  # worker processes
-        PPO("MlpPolicy", venv).learn(100_000)   # was make_vec_env(..., SubprocVecEnv)
-        venv.close()
+    venv = make_sb3_env("CartPole-v1", n_envs=8, seed=0)  # worker processes
+    PPO("MlpPolicy", venv).learn(100_000)   # was make_vec_env(..., SubprocVecEnv)
+    venv.close()
 
 or ``to_sb3(envs)`` on a fastvec env made by hand. SB3 resets an env the moment
 its episode ends and returns the final observation in

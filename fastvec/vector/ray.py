@@ -38,7 +38,8 @@ class RayVecEnv(RemoteVecEnv):
             alive Ray node, at most ``num_envs``).
         actor_options: passed to Ray's ``.options()`` for every actor: ``num_cpus``,
             ``resources``, ``scheduling_strategy``, ``runtime_env``...  Defaults:
-            ``num_cpus=0``, ``scheduling_strategy="SPREAD"``.
+            ``num_cpus=0``; without a ``scheduling_strategy`` (or placement group)
+            actor ``b`` is pinned to the ``b``-th alive node, round robin.
         inner: ``"sync"`` (an actor steps its block in its own process) or
             ``"subproc"`` (through a ``SubprocVecEnv`` on the actor's node).
         inner_options: keyword arguments of the inner ``SubprocVecEnv``

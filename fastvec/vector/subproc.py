@@ -58,7 +58,7 @@ class SubprocVecEnv(RemoteVecEnv):
         local_block: the trainer's process steps the first of ``num_workers + 1``
             blocks itself while the workers step theirs (for few cores and cheap envs;
             a native crash in a local env takes the trainer down). Default
-            ``num_workers`` is then ``min(num_envs, os.cpu_count()) - 1`` (at least 1).
+            ``num_workers`` is then one less than the default (at least 1).
         observation_mode: ``"same"``, ``"different"`` or ``(observation_space,
             single_observation_space)``, as in :class:`fastvec.SyncVecEnv` (with
             ``"different"`` every env's space is read once the workers built them).

@@ -320,7 +320,7 @@ def test_a_cast_is_noted_once_per_leaf_and_dtype(caplog):
         for _ in range(5):
             flatten_into(layout.table, {**exact, "note_once_pos": np.zeros(3)}, row, 3)
         (record,) = caplog.records
-        assert record.name == "fastvec" and record.levelno == logging.INFO
+        assert record.name == "fastvec" and record.levelno == logging.WARNING
         assert 'obs["note_once_pos"]' in record.getMessage()
         assert "float64" in record.getMessage() and "float32" in record.getMessage()
         flatten_into(layout.table, {**exact, "note_once_pos": [1.0, 2.0, 3.0]}, row, 3)

@@ -219,3 +219,43 @@ def test_subproc_box_casts_as_gymnasium_does(make_subproc, make_ref):
 def test_subproc_rejects_in_the_parent(fault, at_step, impl, make_subproc):
     vec = make_subproc(bad_fns(fault, at_step), num_workers=2, context=CONTEXT)
     check_observation_error(vec, impl, fault, at_step)
+
+
+class Float64Env(gym.Env):
+    """A float32 Box leaf, observations in float64: cast every step, noted once."""
+
+    action_space = spaces.Discrete(2)
+
+    def __init__(self, key: str) -> None:
+        self.key = key  # a leaf of its own: a note is once per process, leaf and dtype
+        self.observation_space = spaces.Dict({key: spaces.Box(-1, 1, (2,), F32)})
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return {self.key: np.zeros(2)}, {}
+
+    def step(self, action):
+        return {self.key: np.full(2, 0.5)}, 0.0, False, False, {}
+
+
+@pytest.mark.fastvec_only
+def test_a_cast_is_noted_once_on_the_trainers_logger(backend, make_envs, caplog):
+    """The note reaches the trainer's ``fastvec`` logger as a WARNING, once per leaf
+    and dtype (not once per worker), from whichever process stepped the env."""
+    if backend == "ray":
+        pytest.skip("an actor's note is printed by the actor; Ray shows it in the "
+                    "trainer's output (docs/api.md)")
+    import functools
+    import logging
+
+    key = f"noted_{backend.replace('-', '_')}"
+    with caplog.at_level(logging.INFO, logger="fastvec"):
+        envs = make_envs([functools.partial(Float64Env, key)] * 4)
+        envs.reset(seed=0)
+        for _ in range(3):
+            envs.step(np.zeros(4, np.int64))
+    notes = [r for r in caplog.records if r.name == "fastvec" and "casts it" in r.getMessage()]
+    assert len(notes) == 1, [r.getMessage() for r in notes]
+    assert notes[0].levelno == logging.WARNING
+    message = notes[0].getMessage()
+    assert f'obs["{key}"]' in message and "float64" in message and "float32" in message

@@ -26,6 +26,7 @@ from fastvec.pool.about import About, check_blocks, describe
 from fastvec.pool.base import STARTUP_SECONDS, Entries, Pool
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.local import LocalBlock
+from fastvec.pool.notes import relay
 from fastvec.pool.obs_store import make_obs_store
 from fastvec.pool.process.protocol import (
     Attach,
@@ -324,6 +325,8 @@ class ProcessPool(Pool):
         if reply is Status.INFOS:
             return [self.infos.read(b, a, z - a)]
         assert isinstance(reply, BlockReply)
+        if reply.notes:
+            relay(reply.notes)
         self.buffers.obs.receive(a, reply.obs_objects)
         if reply.info_schema is not None:  # its infos come through its info area from now
             self.infos.learn(b, reply.info_schema)

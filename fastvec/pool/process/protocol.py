@@ -138,12 +138,14 @@ class BlockReply(NamedTuple):
     ``entries``: non-empty infos as ``(env_index, info)``; ``obs_objects``: the
     block's observations when the space has no record layout; ``info_schema``: the
     layout of the worker's info area from now on (its infos of this step are in
-    ``entries`` too).
+    ``entries`` too); ``notes``: what the worker logged for the user since its last
+    reply (:mod:`fastvec.pool.notes`).
     """
 
     entries: list
     obs_objects: list | None = None
     info_schema: InfoSchema | None = None
+    notes: list | None = None
 
 
 class ResendInfos(NamedTuple):

@@ -29,6 +29,7 @@ from fastvec.pool.about import describe
 from fastvec.pool.buffers import Buffers, rows_of
 from fastvec.pool.games import unit_spaces
 from fastvec.pool.local import make_stepper
+from fastvec.pool.notes import NoteCollector
 from fastvec.pool.obs_store import ObjectStore, ObsStore, RecordStore
 from fastvec.pool.process.protocol import (
     Attach,
@@ -116,6 +117,7 @@ class _Server:
 
     def __init__(self, envs: list, block: SharedBlock, conn: Any, setup: Attach) -> None:
         self.envs, self.block, self.conn = envs, block, conn
+        self.notes = NoteCollector().install()  # the user's notes go to the trainer
         self.index = setup.block  # this worker's line in the barrier and info area
         self.first, self.count = setup.first_row, rows_of(envs)
         self.seats = self.count // len(envs)
@@ -201,6 +203,8 @@ class _Server:
 
     def step(self) -> BlockReply | Status | None:
         entries = self.env_block.step(self._actions())
+        if self.notes.notes:  # rare: a note for the user (a cast), sent with the infos
+            return BlockReply(entries, self.obs_objects, notes=self.notes.take())
         if self.obs_objects is not None:
             return BlockReply(entries, self.obs_objects)
         if not entries:
@@ -210,8 +214,8 @@ class _Server:
     def reset(self) -> BlockReply | None:
         request: ResetRequest = self.conn.recv()
         entries = self.env_block.reset(request.seeds, request.options, request.mask)
-        if entries or self.obs_objects is not None:
-            return BlockReply(entries, self.obs_objects)
+        if entries or self.obs_objects is not None or self.notes.notes:
+            return BlockReply(entries, self.obs_objects, notes=self.notes.take() or None)
         return None
 
     def control(self) -> ControlReply:
