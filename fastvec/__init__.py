@@ -49,6 +49,7 @@ except ImportError as exc:  # pragma: no cover - exercised only on a broken inst
     ) from exc
 
 from fastvec import errors
+from fastvec._version import __version__ as __version__
 from fastvec.make import make
 from fastvec.multiagent import make_multiagent
 from fastvec.tiling import tile_images
@@ -58,5 +59,4 @@ from fastvec.vector.sync import SyncVecEnv
 
 __all__ = ["RayVecEnv", "SubprocVecEnv", "SyncVecEnv", "errors", "make", "make_multiagent",
            "tile_images"]
-__version__ = "0.1.0"
 

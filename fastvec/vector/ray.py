@@ -44,7 +44,9 @@ class RayVecEnv(RemoteVecEnv):
             ``"subproc"`` (through a ``SubprocVecEnv`` on the actor's node).
         inner_options: keyword arguments of the inner ``SubprocVecEnv``
             (``num_workers``, ``context``...).
-        autoreset_mode, copy, episode_statistics: as in :class:`fastvec.SyncVecEnv`.
+        autoreset_mode: as in :class:`fastvec.SyncVecEnv`.
+        copy: as in :class:`fastvec.SyncVecEnv`.
+        episode_statistics: as in :class:`fastvec.SyncVecEnv`.
         batch_size: below ``num_envs``, async batches of whole actor blocks
             (``async_reset`` / ``recv`` / ``send``), as in :class:`fastvec.SubprocVecEnv`.
         timeout: seconds a step, reset or call may take before ``WorkerTimeout``.

@@ -42,7 +42,8 @@ class SubprocVecEnv(RemoteVecEnv):
             are split into contiguous blocks, one per worker.
         context: ``"fork"``, ``"spawn"`` or ``"forkserver"`` (default: forkserver where
             available, else spawn).
-        autoreset_mode, copy, episode_statistics: as in :class:`fastvec.SyncVecEnv`.
+        autoreset_mode: as in :class:`fastvec.SyncVecEnv`.
+        copy: as in :class:`fastvec.SyncVecEnv`.
         batch_size: below ``num_envs``, async batches: ``async_reset`` / ``recv`` / ``send``
             on whole worker blocks (a multiple of ``num_envs // num_workers``).
         timeout: seconds a step, reset or call may take before ``WorkerTimeout``.
@@ -67,9 +68,11 @@ class SubprocVecEnv(RemoteVecEnv):
             not); either way the workers end with the trainer.
         max_concurrency: at most this many envs step at once (``AsyncVectorEnv``'s):
             caps ``num_workers``, since a worker steps its envs one after another.
-        shared_memory, worker: accepted so that ``AsyncVectorEnv``'s arguments carry
-            over; they cannot apply (fastvec always steps through shared memory, with
-            its own workers), and a ``UserWarning`` says so.
+        shared_memory: accepted so that ``AsyncVectorEnv``'s arguments carry over;
+            fastvec always steps through shared memory, so ``False`` cannot apply
+            and a ``UserWarning`` says so.
+        worker: accepted for the same reason; fastvec's own workers step the envs,
+            so a custom worker function is ignored and a ``UserWarning`` says so.
 
     Raises:
         ValueError: an argument is out of range (the message says what would work), or

@@ -1,0 +1,55 @@
+"""MkDocs hooks: the project's other Markdown files as pages of the docs site.
+
+The README is the landing page, and the changelog and the READMEs of
+``benchmarks/``, ``examples/`` and ``csrc/`` join ``docs/*.md``.  Links between these
+files are written for the repository (``../README.md``, ``docs/api.md``); they are
+rewritten to the pages that hold those files, so that the site's strict build checks
+them like any other link.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+from pathlib import Path
+
+from mkdocs.structure.files import File
+
+ROOT = Path(__file__).resolve().parents[1]
+# repository path -> site page, for the files that are not in docs/
+PAGES = {
+    "README.md": "index.md",
+    "CHANGELOG.md": "changelog.md",
+    "benchmarks/README.md": "benchmark-results.md",
+    "examples/README.md": "examples.md",
+    "csrc/README.md": "kernels.md",
+}
+SOURCE = {page: path for path, page in PAGES.items()}  # site page -> repository path
+LINK = re.compile(r"\]\(([^)#\s]+\.md)(#[^)\s]*)?\)")
+
+
+def on_files(files, config):
+    """Add the Markdown files outside ``docs/`` as pages."""
+    for path, page in PAGES.items():
+        files.append(File.generated(config, page, content=(ROOT / path).read_text()))
+    return files
+
+
+def on_page_markdown(markdown, page, config, files):
+    """Rewrite the repository's links between Markdown files to the site's pages."""
+    source = SOURCE.get(page.file.src_uri, "docs/" + page.file.src_uri)
+
+    def rewrite(match: re.Match) -> str:
+        target, anchor = match.group(1), match.group(2) or ""
+        if "://" in target:
+            return match.group(0)
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(source), target))
+        if path in PAGES:
+            path = PAGES[path]
+        elif path.startswith("docs/"):
+            path = path[len("docs/"):]
+        else:
+            return match.group(0)  # left as it is: the strict build reports it
+        return f"]({path}{anchor})"
+
+    return LINK.sub(rewrite, markdown)
