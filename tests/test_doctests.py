@@ -17,6 +17,7 @@ import importlib
 import importlib.util
 import re
 import textwrap
+import types
 from pathlib import Path
 
 import pytest
@@ -93,6 +94,8 @@ def test_marked_code_blocks_run(page: Path) -> None:
                 pytest.fail(f"{page.name}, run block {number} failed: {exc!r}\n{code}")
     finally:  # what a page left open (a failed block's envs) is closed, workers with it
         for value in namespace.values():
+            if isinstance(value, types.ModuleType):
+                continue  # (a module's lazy attributes may raise ImportError)
             if hasattr(value, "close") and hasattr(value, "num_envs"):
                 value.close()
 
@@ -118,3 +121,94 @@ def test_relative_links_point_to_files_and_headings_that_exist(page: Path) -> No
         assert linked.exists(), f"{page.name} links to missing {target}"
         if anchor and linked.suffix == ".md":
             assert anchor in anchors(linked), f"{page.name}: no heading #{anchor} in {path}"
+
+
+# -- every python block runs, or is a signature checked against the code ----------------
+
+# A block marked ``<!-- signature -->`` shows how a callable is called: its name and
+# its parameters (with their defaults) must be the code's.  ``<!-- not run: why -->``
+# is for what the tests cannot run (a multi-node Ray cluster); these are listed here.
+SIGNATURE_BLOCK = re.compile(r"^<!-- signature -->\n```python\n(.*?)^```$",
+                             re.MULTILINE | re.DOTALL)
+NOT_RUN = {("distributed.md", "needs a Ray cluster of several nodes"): 2}
+
+
+def python_blocks(page: Path) -> list[str]:
+    """The marker line before each ```python block of ``page`` ('' when none)."""
+    lines = page.read_text().split("\n")
+    return [lines[i - 1] if i else "" for i, line in enumerate(lines) if line == "```python"]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
+def test_every_python_block_runs_or_is_checked(page: Path) -> None:
+    not_run: dict[str, int] = {}
+    for marker in python_blocks(page):
+        if marker.startswith("<!-- not run: "):
+            why = marker[len("<!-- not run: "):-len(" -->")]
+            not_run[why] = not_run.get(why, 0) + 1
+            continue
+        assert marker.startswith(("<!-- run", "<!-- signature -->")), \
+            f"{page.name}: a python block that neither runs nor is checked ({marker!r})"
+    assert not_run == {why: n for (name, why), n in NOT_RUN.items() if name == page.name}
+
+
+def _split_top_level(text: str) -> list[str]:
+    parts, depth, current = [], 0, ""
+    for char in text:
+        if char == "," and depth == 0:
+            parts.append(current.strip())
+            current = ""
+            continue
+        depth += char in "([{"
+        depth -= char in ")]}"
+        current += char
+    return [p for p in [*parts, current.strip()] if p]
+
+
+def _documented(block: str) -> tuple[str, list[tuple[str, str | None]]]:
+    """``(callable name, [(parameter, default text or None), ...])`` of a signature block."""
+    code = " ".join(line.split("#")[0].strip() for line in block.splitlines())
+    match = re.search(r"([\w.]+)\((.*)\)\s*$", code)
+    assert match, f"not a call: {block!r}"
+    params = []
+    for part in _split_top_level(match.group(2)):
+        if part == "*":
+            continue
+        name, _, default = part.partition("=")
+        params.append((name.strip().lstrip("*"), default.strip() or None))
+    return match.group(1), params
+
+
+def _resolve(name: str):
+    from fastvec.integrations import sb3
+
+    owner, _, attr = name.rpartition(".")
+    if owner == "fastvec":
+        obj = getattr(fastvec, attr)
+        return obj.__init__ if isinstance(obj, type) else obj
+    if owner == "envs":  # a method of the vector envs (the async ones included)
+        # close(**kwargs) passes its keywords to close_extras, which names them
+        return getattr(fastvec.SubprocVecEnv, "close_extras" if attr == "close" else attr)
+    return getattr(sb3, attr)
+
+
+SIGNATURES = [(page, block) for page in PAGES for block in SIGNATURE_BLOCK.findall(page.read_text())]
+
+
+@pytest.mark.parametrize("page, block", SIGNATURES,
+                         ids=[f"{p.name}:{_documented(b)[0]}" for p, b in SIGNATURES])
+def test_signature_blocks_are_the_codes(page: Path, block: str) -> None:
+    import inspect
+
+    from gymnasium.vector import AutoresetMode
+
+    name, documented = _documented(block)
+    actual = [p for p in inspect.signature(_resolve(name)).parameters.values()
+              if p.name != "self"]
+    if name == "envs.close":  # close_extras also takes Gymnasium's **kwargs, unused
+        actual = [p for p in actual if p.kind is not p.VAR_KEYWORD]
+    assert [n for n, _ in documented] == [p.name for p in actual], f"{page.name}: {name}"
+    for (param, default), real in zip(documented, actual, strict=True):
+        if default is not None:
+            value = eval(default, {"AutoresetMode": AutoresetMode})  # noqa: S307 - our docs
+            assert value == real.default, f"{page.name}: {name}({param}={default})"
