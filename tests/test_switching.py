@@ -272,3 +272,26 @@ def test_daemon_false_lets_an_env_start_processes():
         envs.close()
     with pytest.raises(fastvec.errors.WorkerError, match="daemonic"):
         fastvec.SubprocVecEnv([ParentEnv] * 2, daemon=True)
+
+
+@pytest.mark.subprocess
+def test_default_num_workers_counts_the_cpus_this_process_may_use():
+    """taskset, cgroups and Slurm limit a process's CPUs with its affinity, not
+    ``os.cpu_count()``: a process pinned to one CPU gets one worker."""
+    import os
+    import subprocess
+    import sys
+
+    script = (
+        "import os, gymnasium as gym, fastvec\n"
+        "os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})\n"
+        "envs = fastvec.SubprocVecEnv([lambda: gym.make('CartPole-v1')] * 4)\n"
+        "print(envs.num_workers, os.cpu_count())\n"
+        "envs.close()\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    out = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
+                         text=True, timeout=120, env={**os.environ, "PYTHONPATH": str(root)})
+    assert out.returncode == 0, out.stderr
+    workers, cpus = map(int, out.stdout.split())
+    assert workers == 1, f"{workers} workers on a process pinned to 1 of {cpus} CPUs"
