@@ -46,7 +46,10 @@ __all__ = [
     "LongTailEnv",
     "StepCost",
     "burn",
+    "make_breakout",
+    "make_breakout_direct",
     "make_pong",
+    "make_pong_direct",
     "spin_rate",
 ]
 
@@ -303,11 +306,35 @@ def make_pong() -> gym.Env[Any, Any]:
     action set, at most 108,000 frames per episode.  A module-level function, so
     worker processes import it by name.
     """
+    return _atari_pipeline("ALE/Pong-v5")
+
+
+def make_breakout() -> gym.Env[Any, Any]:
+    """``ALE/Breakout-v5`` through the same Gymnasium pipeline as :func:`make_pong`."""
+    return _atari_pipeline("ALE/Breakout-v5")
+
+
+def make_pong_direct() -> gym.Env[Any, Any]:
+    """:func:`make_pong` as ``fastvec.atari`` runs it: the same observations, rewards
+    and flags, with a frame loop that calls the emulator directly."""
+    from fastvec.atari import PreprocessedAtari
+
+    return PreprocessedAtari("ALE/Pong-v5")
+
+
+def make_breakout_direct() -> gym.Env[Any, Any]:
+    """:func:`make_breakout` as ``fastvec.atari`` runs it."""
+    from fastvec.atari import PreprocessedAtari
+
+    return PreprocessedAtari("ALE/Breakout-v5")
+
+
+def _atari_pipeline(env_id: str) -> gym.Env[Any, Any]:
     import ale_py
     from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation
 
     gym.register_envs(ale_py)
-    env = gym.make("ALE/Pong-v5", frameskip=1)
+    env = gym.make(env_id, frameskip=1)
     env = AtariPreprocessing(
         env,
         noop_max=30,

@@ -21,7 +21,10 @@ from fastvec.bench.envs import (
     HeavyEnv,
     InfoEnv,
     LongTailEnv,
+    make_breakout,
+    make_breakout_direct,
     make_pong,
+    make_pong_direct,
 )
 from fastvec.bench.games import MULTIAGENT_EXTRA, DuelGame, HeavyDuelGame
 
@@ -111,6 +114,36 @@ WORKLOADS: dict[str, Workload] = {
             "ALE/Pong-v5 (frameskip 1) + AtariPreprocessing (frame skip 4, 84x84 gray, "
             "noop reset 30) + FrameStackObservation(4): uint8 (4, 84, 84), Discrete(6); "
             f"needs the atari extra: {ATARI_EXTRA}",
+            num_envs=8,
+            tier="named",
+            requires=("ale_py", "cv2"),
+            install=ATARI_EXTRA,
+        ),
+        Workload(
+            "pong-direct",
+            make_pong_direct,
+            "pong as fastvec.atari runs it (bit-identical; the frame loop calls the "
+            f"emulator directly); needs the atari extra: {ATARI_EXTRA}",
+            num_envs=8,
+            tier="named",
+            requires=("ale_py", "cv2"),
+            install=ATARI_EXTRA,
+        ),
+        Workload(
+            "breakout",
+            make_breakout,
+            "ALE/Breakout-v5 through pong's Gymnasium pipeline: uint8 (4, 84, 84), "
+            f"Discrete(4); needs the atari extra: {ATARI_EXTRA}",
+            num_envs=8,
+            tier="named",
+            requires=("ale_py", "cv2"),
+            install=ATARI_EXTRA,
+        ),
+        Workload(
+            "breakout-direct",
+            make_breakout_direct,
+            "breakout as fastvec.atari runs it (bit-identical); needs the atari extra: "
+            f"{ATARI_EXTRA}",
             num_envs=8,
             tier="named",
             requires=("ale_py", "cv2"),

@@ -1,0 +1,150 @@
+"""One Atari env as Gymnasium's ``AtariPreprocessing`` + ``FrameStackObservation``
+give it, with the frame-skip loop calling the emulator directly.
+
+Gymnasium's pipeline steps the emulator through its wrapper stack once per frame:
+four ``AtariEnv.step`` calls per agent step, each copying an RGB screen nobody
+looks at, then the max-pool, the resize and a new stacked array.  Here the loop
+calls ``ale.act`` itself, reads the two screens that are pooled straight into two
+preallocated buffers (``getScreenGrayscale``), pools them in place, resizes into the
+newest slot of the frame stack (OpenCV's ``INTER_AREA``, as ``AtariPreprocessing``
+does) and shifts the stack by one frame.  Resets (seeding, no-ops) go through
+Gymnasium's own ``AtariEnv``, so the same seeds and actions give the same
+observations, rewards, terminations and truncations, sticky actions included.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+__all__ = ["PreprocessedAtari"]
+
+_INSTALL = 'fastvec.atari needs ale-py and opencv: pip install -e ".[atari]"'
+
+
+def _screen_size(screen_size: int | tuple[int, int]) -> tuple[int, int]:
+    """``(width, height)`` as ``AtariPreprocessing`` takes it (OpenCV's order)."""
+    if isinstance(screen_size, int) and not isinstance(screen_size, bool) and screen_size > 0:
+        return (screen_size, screen_size)
+    if (isinstance(screen_size, tuple) and len(screen_size) == 2
+            and all(isinstance(s, int) and s > 0 for s in screen_size)):
+        return screen_size
+    raise ValueError(f"expected screen_size to be a positive int or a pair of them, "
+                     f"got {screen_size!r}")
+
+
+class PreprocessedAtari(gym.Env):
+    """``FrameStackObservation(AtariPreprocessing(gym.make(env_id, frameskip=1,
+    **env_kwargs), ...), stack_size)``, bit for bit, with a direct frame loop.
+
+    The option names and defaults are Gymnasium's (``AtariPreprocessing``'s
+    ``scale_obs`` and ``grayscale_newaxis`` are not offered: uint8 frames, stacked on
+    the first axis).  Observations are ``(stack_size, height, width)`` uint8
+    (``(stack_size, height, width, 3)`` with ``grayscale_obs=False``).
+    """
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any] | None = None, *,
+                 noop_max: int = 30, frame_skip: int = 4,
+                 screen_size: int | tuple[int, int] = 84,
+                 terminal_on_life_loss: bool = False, grayscale_obs: bool = True,
+                 stack_size: int = 4) -> None:
+        try:
+            import ale_py
+            import cv2
+        except ImportError as exc:
+            raise ImportError(_INSTALL) from exc
+        gym.register_envs(ale_py)
+        if isinstance(frame_skip, bool) or not isinstance(frame_skip, int) or frame_skip < 1:
+            raise ValueError(f"expected frame_skip to be a positive int, got {frame_skip!r}")
+        if isinstance(noop_max, bool) or not isinstance(noop_max, int) or noop_max < 0:
+            raise ValueError(f"expected noop_max to be a non-negative int, got {noop_max!r}")
+        if isinstance(stack_size, bool) or not isinstance(stack_size, int) or stack_size < 1:
+            raise ValueError(f"expected stack_size to be a positive int, got {stack_size!r}")
+        self.size = _screen_size(screen_size)
+        self.inner = gym.make(env_id, frameskip=1, **(env_kwargs or {}))
+        atari = self.inner.unwrapped
+        if noop_max > 0 and atari.get_action_meanings()[0] != "NOOP":
+            raise ValueError("noop_max > 0 needs an env whose first action is NOOP")
+        self.atari, self.ale = atari, atari.ale
+        self.action_set = list(atari._action_set)
+        self.noop_max, self.frame_skip = noop_max, frame_skip
+        self.terminal_on_life_loss, self.grayscale_obs = terminal_on_life_loss, grayscale_obs
+        self.resize = cv2.resize
+        self.area = cv2.INTER_AREA
+        height, width = self.ale.getScreenDims()
+        screen = (height, width) if grayscale_obs else (height, width, 3)
+        self.screens = np.zeros((2, *screen), dtype=np.uint8)  # the two frames pooled
+        frame = (self.size[1], self.size[0]) if grayscale_obs else (self.size[1], self.size[0], 3)
+        self.stack = np.zeros((stack_size, *frame), dtype=np.uint8)  # oldest first
+        self.observation_space = spaces.Box(0, 255, self.stack.shape, np.uint8)
+        self.action_space = self.inner.action_space
+        self.metadata = self.inner.metadata
+        self.render_mode = self.inner.render_mode
+        self.spec = None
+        self.lives = 0
+
+    def _grab(self, into: np.ndarray) -> None:
+        if self.grayscale_obs:
+            self.ale.getScreenGrayscale(into)
+        else:
+            self.ale.getScreenRGB(into)
+
+    def _push_frame(self) -> np.ndarray:
+        """Pool the two screens, resize into the newest slot; the stack, copied."""
+        screens = self.screens
+        if self.frame_skip > 1:
+            np.maximum(screens[0], screens[1], out=screens[0])
+        stack = self.stack
+        stack[:-1] = stack[1:]  # numpy copies overlapping rows as if through a buffer
+        self.resize(screens[0], self.size, dst=stack[-1], interpolation=self.area)
+        return stack.copy()
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
+              ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Reset as ``AtariPreprocessing`` does (no-ops drawn from the env's own RNG),
+        then fill the stack with the first frame, as ``FrameStackObservation`` does."""
+        _, info = self.inner.reset(seed=seed, options=options)
+        noops = self.atari.np_random.integers(1, self.noop_max + 1) if self.noop_max > 0 else 0
+        for _ in range(noops):
+            _, _, terminated, truncated, step_info = self.inner.step(0)
+            info.update(step_info)
+            if terminated or truncated:
+                _, info = self.inner.reset(seed=seed, options=options)
+        self.lives = self.ale.lives()
+        self._grab(self.screens[0])
+        self.screens[1].fill(0)
+        self._push_frame()
+        self.stack[:-1] = self.stack[-1]  # padded with the reset frame
+        return self.stack.copy(), info
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """``frame_skip`` emulator frames with ``action``; the two last screens pooled."""
+        ale, act, index = self.ale, self.ale.act, self.action_set[action]
+        total, terminated, truncated = 0.0, False, False
+        last = self.frame_skip - 1
+        for t in range(self.frame_skip):
+            total += act(index, 1.0)
+            terminated = ale.game_over(with_truncation=False)
+            truncated = ale.game_truncated()
+            if self.terminal_on_life_loss:
+                lives = ale.lives()
+                terminated = terminated or lives < self.lives
+                self.lives = lives
+            if terminated or truncated:
+                break
+            if t == last - 1:
+                self._grab(self.screens[1])
+            elif t == last:
+                self._grab(self.screens[0])
+        info = {"lives": ale.lives(), "episode_frame_number": ale.getEpisodeFrameNumber(),
+                "frame_number": ale.getFrameNumber()}
+        return self._push_frame(), total, terminated, truncated, info
+
+    def render(self) -> Any:
+        return self.inner.render()
+
+    def close(self) -> None:
+        self.inner.close()

@@ -1,0 +1,157 @@
+"""``fastvec.atari.make`` against Gymnasium's own Atari pipeline, bit for bit.
+
+The reference is ``SyncVectorEnv`` over ``FrameStackObservation(AtariPreprocessing(
+gym.make(env_id, frameskip=1, ...), ...), stack_size)``, on the same seeds and
+actions: observations, rewards, terminations and truncations, through resets
+(short episodes via ``max_num_frames_per_episode``, lives lost with
+``terminal_on_life_loss``), with and without sticky actions, in every autoreset mode
+and on each backend.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+pytest.importorskip("ale_py")
+pytest.importorskip("cv2")
+
+from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation  # noqa: E402
+
+import fastvec.atari  # noqa: E402
+from fastvec.atari import PreprocessedAtari  # noqa: E402
+
+BACKENDS = ["sync", pytest.param("subproc", marks=pytest.mark.subprocess),
+            pytest.param("local", marks=pytest.mark.subprocess)]
+
+
+def reference_env(env_id, env_kwargs, stack_size, **options):
+    import ale_py
+
+    gym.register_envs(ale_py)
+    env = gym.make(env_id, frameskip=1, **env_kwargs)
+    return FrameStackObservation(AtariPreprocessing(env, **options), stack_size)
+
+
+def assert_same(ours, theirs, steps, seed, num_envs):
+    rng = np.random.default_rng(seed)
+    try:
+        a, _ = ours.reset(seed=seed)
+        b, _ = theirs.reset(seed=seed)
+        assert a.dtype == b.dtype == np.uint8 and a.shape == b.shape
+        assert np.array_equal(a, b), "reset"
+        ends = 0
+        for step in range(steps):
+            actions = rng.integers(0, ours.single_action_space.n, num_envs)
+            got, want = ours.step(actions), theirs.step(actions)
+            for name, x, y in zip(("obs", "rewards", "terminations", "truncations"),
+                                  got[:4], want[:4], strict=True):
+                assert np.array_equal(x, y), f"step {step}: {name}"
+            ends += int(np.sum(want[2] | want[3]))
+        return ends
+    finally:
+        ours.close()
+        theirs.close()
+
+
+CASES = {
+    # name: (env_id, env_kwargs, options, stack_size)
+    "pong": ("ALE/Pong-v5", {"max_num_frames_per_episode": 600}, {}, 4),
+    "breakout-lives": ("ALE/Breakout-v5", {"repeat_action_probability": 0.0},
+                       {"terminal_on_life_loss": True}, 4),
+    "breakout-sticky-rgb": ("ALE/Breakout-v5", {"max_num_frames_per_episode": 400},
+                            {"grayscale_obs": False, "screen_size": (64, 48), "noop_max": 5,
+                             "frame_skip": 3}, 2),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+@pytest.mark.parametrize("case", list(CASES))
+def test_equal_to_gymnasiums_pipeline(case, mode, backend):
+    env_id, env_kwargs, options, stack_size = CASES[case]
+    num_envs = 4
+    vector_kwargs = {"autoreset_mode": mode}
+    if backend == "local":
+        backend, vector_kwargs = "subproc", {**vector_kwargs, "local_block": True,
+                                             "num_workers": 1}
+    elif backend == "subproc":
+        vector_kwargs["num_workers"] = 2
+    ours = fastvec.atari.make(env_id, num_envs, backend=backend, vector_kwargs=vector_kwargs,
+                              env_kwargs=env_kwargs, stack_size=stack_size, **options)
+    theirs = gym.vector.SyncVectorEnv(
+        [functools.partial(reference_env, env_id, env_kwargs, stack_size, **options)]
+        * num_envs, autoreset_mode=mode)
+    ends = assert_same(ours, theirs, steps=220, seed=3, num_envs=num_envs)
+    assert ends > 0, "the run crossed no episode end: resets were not compared"
+
+
+def test_one_env_alone_is_gymnasiums_env():
+    ours = PreprocessedAtari("ALE/Pong-v5", {"max_num_frames_per_episode": 300})
+    theirs = reference_env("ALE/Pong-v5", {"max_num_frames_per_episode": 300}, 4)
+    assert ours.observation_space == theirs.observation_space
+    assert ours.action_space == theirs.action_space
+    a, _ = ours.reset(seed=1)
+    b, _ = theirs.reset(seed=1)
+    assert np.array_equal(a, b)
+    for step in range(100):
+        got, want = ours.step(step % 6), theirs.step(step % 6)
+        assert np.array_equal(got[0], want[0]) and got[1:4] == want[1:4], step
+        assert got[4]["lives"] == want[4]["lives"]
+        if got[2] or got[3]:
+            a, _ = ours.reset()
+            b, _ = theirs.reset()
+            assert np.array_equal(a, b)
+    ours.close()
+    theirs.close()
+
+
+@pytest.mark.parametrize("bad, match", [({"frame_skip": 0}, "frame_skip"),
+                                        ({"noop_max": -1}, "noop_max"),
+                                        ({"stack_size": 0}, "stack_size"),
+                                        ({"screen_size": (84,)}, "screen_size")])
+def test_bad_options_say_what_was_expected(bad, match):
+    with pytest.raises(ValueError, match=match):
+        PreprocessedAtari("ALE/Pong-v5", **bad)
+
+
+@pytest.mark.subprocess
+def test_async_batches_give_each_env_its_own_trajectory():
+    """``recv``/``send`` on blocks of 2: each env's observations and rewards are the
+    ones it has alone (NEXT_STEP autoreset), whichever batch it came back in."""
+    env_kwargs = {"max_num_frames_per_episode": 300}
+    envs = fastvec.atari.make("ALE/Pong-v5", 4, vector_kwargs={"num_workers": 2,
+                                                                "batch_size": 2},
+                              env_kwargs=env_kwargs)
+    steps = 90
+    seen: list[list] = [[] for _ in range(4)]
+    try:
+        envs.async_reset(seed=5)
+        while min(len(s) for s in seen) <= steps:
+            obs, rewards, terms, truncs, _, env_ids = envs.recv()
+            for row, i in enumerate(env_ids):
+                seen[i].append((obs[row].copy(), float(rewards[row]),
+                                bool(terms[row] or truncs[row])))
+            envs.send(np.array([(len(seen[i]) - 1) % 6 for i in env_ids]), env_ids)
+    finally:
+        envs.close()
+    for i in range(4):
+        alone = reference_env("ALE/Pong-v5", env_kwargs, 4)
+        obs, _ = alone.reset(seed=5 + i)
+        want, done = [(obs, 0.0, False)], False
+        for t in range(steps):
+            if done:
+                obs, _ = alone.reset()
+                want.append((obs, 0.0, False))
+                done = False
+                continue
+            obs, reward, term, trunc, _ = alone.step(t % 6)
+            done = term or trunc
+            want.append((obs, float(reward), done))
+        alone.close()
+        for t, (got, exp) in enumerate(zip(seen[i][:steps + 1], want, strict=True)):
+            assert np.array_equal(got[0], exp[0]) and got[1:] == exp[1:], (i, t)
