@@ -186,6 +186,8 @@ def _resolve(name: str):
     if owner == "fastvec":
         obj = getattr(fastvec, attr)
         return obj.__init__ if isinstance(obj, type) else obj
+    if owner.startswith("fastvec."):
+        return getattr(importlib.import_module(owner), attr)
     if owner == "envs":  # a method of the vector envs (the async ones included)
         # close(**kwargs) passes its keywords to close_extras, which names them
         return getattr(fastvec.SubprocVecEnv, "close_extras" if attr == "close" else attr)

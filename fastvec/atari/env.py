@@ -1,5 +1,7 @@
-"""One Atari env as Gymnasium's ``AtariPreprocessing`` + ``FrameStackObservation``
-give it, with the frame-skip loop calling the emulator directly.
+"""One Atari env as Gymnasium's preprocessing gives it, with a direct frame loop.
+
+That is ``AtariPreprocessing`` + ``FrameStackObservation``, with the frame-skip
+loop calling the emulator itself.
 
 Gymnasium's pipeline steps the emulator through its wrapper stack once per frame:
 four ``AtariEnv.step`` calls per agent step, each copying an RGB screen nobody
@@ -37,8 +39,10 @@ def _screen_size(screen_size: int | tuple[int, int]) -> tuple[int, int]:
 
 
 class PreprocessedAtari(gym.Env):
-    """``FrameStackObservation(AtariPreprocessing(gym.make(env_id, frameskip=1,
-    **env_kwargs), ...), stack_size)``, bit for bit, with a direct frame loop.
+    """Gymnasium's Atari pipeline as one env, bit for bit, with a direct frame loop.
+
+    That is ``FrameStackObservation(AtariPreprocessing(gym.make(env_id, frameskip=1,
+    **env_kwargs), ...), stack_size)``.
 
     The option names and defaults are Gymnasium's (``AtariPreprocessing``'s
     ``scale_obs`` and ``grayscale_newaxis`` are not offered: uint8 frames, stacked on
@@ -65,7 +69,7 @@ class PreprocessedAtari(gym.Env):
             raise ValueError(f"expected stack_size to be a positive int, got {stack_size!r}")
         self.size = _screen_size(screen_size)
         self.inner = gym.make(env_id, frameskip=1, **(env_kwargs or {}))
-        atari = self.inner.unwrapped
+        atari: Any = self.inner.unwrapped  # ale_py's AtariEnv
         if noop_max > 0 and atari.get_action_meanings()[0] != "NOOP":
             raise ValueError("noop_max > 0 needs an env whose first action is NOOP")
         self.atari, self.ale = atari, atari.ale
@@ -104,8 +108,11 @@ class PreprocessedAtari(gym.Env):
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Reset as ``AtariPreprocessing`` does (no-ops drawn from the env's own RNG),
-        then fill the stack with the first frame, as ``FrameStackObservation`` does."""
+        """Reset as ``AtariPreprocessing`` does, then fill the stack with the first frame.
+
+        The no-ops are drawn from the env's own RNG, as ``AtariPreprocessing`` draws
+        them; the stack is padded with the reset frame, as ``FrameStackObservation``.
+        """
         _, info = self.inner.reset(seed=seed, options=options)
         noops = self.atari.np_random.integers(1, self.noop_max + 1) if self.noop_max > 0 else 0
         for _ in range(noops):
@@ -144,7 +151,9 @@ class PreprocessedAtari(gym.Env):
         return self._push_frame(), total, terminated, truncated, info
 
     def render(self) -> Any:
+        """The inner env's frame (``render_mode`` as given in ``env_kwargs``)."""
         return self.inner.render()
 
     def close(self) -> None:
+        """Close the emulator."""
         self.inner.close()

@@ -256,8 +256,9 @@ defaults (without --workloads / --systems):
     workloads  {named_w}
 optional systems whose package is absent are skipped with a note: sb3-subproc
 (pip install stable-baselines3), pufferlib-* (pip install pufferlib), envpool
-(pip install envpool; runs only on pong). The pong workload needs the atari
-extra: pip install 'fastvec[atari]' (ale-py, which ships the ROMs, and
+(pip install envpool; runs only on pong and pong-direct, as does ale-vector). The
+pong workload needs the atari extra: pip install 'fastvec[atari]' (ale-py, which
+ships the ROMs, and
 opencv-python-headless); without it pong is skipped with a note.
 --policy-us N: the trainer burns N us of CPU per batch of all num_envs actions,
 as a policy forward pass would, between receiving a batch and sending its

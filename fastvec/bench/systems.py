@@ -10,8 +10,8 @@ and one ``send()`` of the batch received.
 
 Tiers: ``quick`` systems run by default, ``full`` ones with ``--full``, ``named``
 ones (the many-worker variants, heavy on a small machine) only when named in
-``--systems``.  A system given ``workloads=`` runs only on those (EnvPool's own
-Pong runs only on the ``pong`` workload).
+``--systems``.  A system given ``workloads=`` runs only on those (EnvPool's and
+ALE's own C++ Pong run only beside the ``pong`` and ``pong-direct`` workloads).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import gymnasium as gym
 
@@ -296,7 +297,7 @@ ENVPOOL_PONG = {
     "envpool",
     "EnvPool's C++ Pong-v5, 2 threads, step() of all envs; settings as the pong workload "
     "(optional: pip install envpool; runs only on pong)",
-    workloads=("pong",),
+    workloads=("pong", "pong-direct"),
 )
 def _load_envpool() -> Builder:
     import envpool
@@ -318,6 +319,46 @@ def _load_envpool() -> Builder:
         return EnvPoolDriver(make, n)
 
     return build
+
+
+@system(
+    "ale-vector",
+    "ALE's C++ AtariVectorEnv (what gym.make_vec('ALE/Pong-v5') gives), 2 threads; "
+    "settings as the pong workload (reward clipping and fire reset off); runs only on pong",
+    workloads=("pong", "pong-direct"),
+)
+def _load_ale_vector() -> Builder:
+    from ale_py.vector_env import AtariVectorEnv
+
+    def build(env_fns: list[EnvFn]) -> Driver:
+        n = len(env_fns)
+
+        def make(seed: int) -> object:
+            return _SeededAtariVectorEnv(
+                AtariVectorEnv("pong", n, num_threads=2, repeat_action_probability=0.25,
+                               frameskip=4, img_height=84, img_width=84, grayscale=True,
+                               stack_num=4, noop_max=30, reward_clipping=False,
+                               use_fire_reset=False), seed)
+
+        return EnvPoolDriver(make, n)
+
+    return build
+
+
+class _SeededAtariVectorEnv:
+    """An ``AtariVectorEnv`` whose ``reset()`` uses the seed it was made with."""
+
+    def __init__(self, vec: Any, seed: int) -> None:
+        self.vec, self.seed = vec, seed
+
+    def reset(self) -> Any:
+        return self.vec.reset(seed=self.seed)
+
+    def step(self, actions: Any) -> Any:
+        return self.vec.step(actions)
+
+    def close(self) -> None:
+        self.vec.close()
 
 
 # ----------------------------------------------------- Ray (named only)
