@@ -155,3 +155,18 @@ def test_async_batches_give_each_env_its_own_trajectory():
         alone.close()
         for t, (got, exp) in enumerate(zip(seen[i][:steps + 1], want, strict=True)):
             assert np.array_equal(got[0], exp[0]) and got[1:] == exp[1:], (i, t)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("restart", [False, True], ids=["ray", "ray-restart-policy"])
+def test_equal_to_gymnasiums_pipeline_on_ray(ray_session, restart):
+    """On ``RayVecEnv`` (2 actors), with and without the restart policy armed."""
+    env_id, env_kwargs, options, stack_size = CASES["breakout-lives"]
+    vector_kwargs = {"num_actors": 2}
+    if restart:
+        vector_kwargs["on_worker_failure"] = "restart"
+    ours = fastvec.atari.make(env_id, 4, backend="ray", vector_kwargs=vector_kwargs,
+                              env_kwargs=env_kwargs, stack_size=stack_size, **options)
+    theirs = gym.vector.SyncVectorEnv(
+        [functools.partial(reference_env, env_id, env_kwargs, stack_size, **options)] * 4)
+    assert assert_same(ours, theirs, steps=150, seed=11, num_envs=4) > 0
