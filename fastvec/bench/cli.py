@@ -13,7 +13,7 @@ Prints, per workload and system, the median env-steps per second, the spread of
 the repeats, the p50/p99 duration of one batched step, and ratios to ``plain``
 (a bare Python loop over the envs) and ``gymnasium-sync``.  Systems whose
 package is absent (SB3, PufferLib, EnvPool) are listed as unavailable, and so is
-the ``pong`` workload without its extra (``pip install "fastvec[atari]"``).
+the ``pong`` workload without its extra (``pip install -e ".[atari]"``).
 ``--policy-us N`` burns N µs of CPU in the trainer per batch of all ``num_envs``
 actions, as a policy forward pass would, between receiving a batch and sending
 its actions (see :mod:`fastvec.bench.drivers`).  ``--help`` lists
@@ -257,7 +257,7 @@ defaults (without --workloads / --systems):
 optional systems whose package is absent are skipped with a note: sb3-subproc
 (pip install stable-baselines3), pufferlib-* (pip install pufferlib), envpool
 (pip install envpool; runs only on pong and pong-direct, as does ale-vector). The
-pong workload needs the atari extra: pip install 'fastvec[atari]' (ale-py, which
+pong workload needs the atari extra: pip install -e ".[atari]" (ale-py, which
 ships the ROMs, and
 opencv-python-headless); without it pong is skipped with a note.
 --policy-us N: the trainer burns N us of CPU per batch of all num_envs actions,
@@ -326,7 +326,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if args.repeats < 1 or args.seconds <= 0 or args.warmup < 0 or args.policy_us < 0:
         p.error("need --repeats >= 1, --seconds > 0, --warmup >= 0 and --policy-us >= 0")
     if args.plot and importlib.util.find_spec("matplotlib") is None:
-        p.error("--plot needs matplotlib: pip install matplotlib (or pip install 'fastvec[bench]')")
+        p.error("--plot needs matplotlib: pip install matplotlib (or pip install -e '.[bench]')")
     return args
 
 

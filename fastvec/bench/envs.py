@@ -13,7 +13,7 @@ actions fix the rest.
 
 One workload is a real game: ``pong`` (:func:`make_pong`), Gymnasium's
 ``ALE/Pong-v5`` with the usual Atari preprocessing; it needs the ``atari``
-extra (``pip install "fastvec[atari]"``: ale-py, which ships the ROMs, and
+extra (``pip install -e ".[atari]"``: ale-py, which ships the ROMs, and
 opencv for the resizing) and runs only when named in ``--workloads``.
 
 The state lives in arrays allocated at reset and changed in place by ``step``;
@@ -293,7 +293,7 @@ class LongTailEnv(BusyEnv):
 
 # ------------------------------------------------------------------ a real game
 
-ATARI_EXTRA = "pip install 'fastvec[atari]' (ale-py, opencv-python-headless)"
+ATARI_EXTRA = "pip install -e '.[atari]' (ale-py, opencv-python-headless)"
 
 
 def make_pong() -> gym.Env[Any, Any]:

@@ -5,7 +5,7 @@ Discrete(3) actions, a seeded episode length), so a benchmark over it measures
 the per-agent-step overhead of vectorizing games; ``HeavyDuelGame`` burns
 ~300 us of CPU per game step (calibrated as the ``heavy`` workload), so a
 benchmark over it measures how well a system spreads games over cores.  Both
-need PettingZoo (``pip install "fastvec[multiagent]"``).  Throughput is counted
+need PettingZoo (``pip install -e ".[multiagent]"``).  Throughput is counted
 in agent-steps (rows).
 """
 
@@ -25,7 +25,7 @@ except ImportError:  # the workloads are reported unavailable
 
 __all__ = ["MULTIAGENT_EXTRA", "DuelGame", "HeavyDuelGame", "game_action_space", "is_game"]
 
-MULTIAGENT_EXTRA = "pip install 'fastvec[multiagent]' (pettingzoo)"
+MULTIAGENT_EXTRA = "pip install -e '.[multiagent]' (pettingzoo)"
 
 
 def is_game(env: Any) -> bool:

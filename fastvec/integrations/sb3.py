@@ -1,6 +1,6 @@
 """Stable-Baselines3 adapter: a fastvec vector env as an SB3 ``VecEnv``.
 
-A one-line swap for SB3 scripts (``pip install "fastvec[sb3]"``)::
+A one-line swap for SB3 scripts (``pip install -e ".[sb3]"``)::
 
     from fastvec.integrations.sb3 import make_sb3_env
     from stable_baselines3 import PPO
@@ -40,7 +40,7 @@ from fastvec.errors import ClosedEnvError
 
 __all__ = ["make_sb3_env", "to_sb3"]
 
-_INSTALL = 'the Stable-Baselines3 adapter needs stable-baselines3: pip install "fastvec[sb3]"'
+_INSTALL = 'the Stable-Baselines3 adapter needs stable-baselines3: pip install -e ".[sb3]"'
 
 
 def to_sb3(envs: gym.vector.VectorEnv) -> Any:

@@ -27,7 +27,7 @@ INNER = ("sync", "subproc")
 class RayVecEnv(RemoteVecEnv):
     """Runs envs in Ray actors, a contiguous block of envs per actor, one call per step.
 
-    Needs Ray (``pip install "fastvec[ray]"``).  If Ray is not initialized, a local
+    Needs Ray (``pip install -e ".[ray]"``).  If Ray is not initialized, a local
     Ray is started, bound to 127.0.0.1 only, and ``close()`` shuts it down again;
     a Ray the caller started (``ray.init(address=...)`` to join a cluster) is left
     running.  Env fns are sent with cloudpickle and called only in the actors.
@@ -80,7 +80,7 @@ class RayVecEnv(RemoteVecEnv):
         try:
             import ray
         except ImportError as exc:
-            raise ImportError("RayVecEnv needs Ray: pip install 'fastvec[ray]' "
+            raise ImportError("RayVecEnv needs Ray: pip install -e '.[ray]' "
                               f"(or pip install 'ray>=2.9'); {exc}") from exc
 
         from fastvec.pool.ray.pool import RayPool

@@ -367,5 +367,5 @@ def test_help_documents_the_new_options(capsys) -> None:
         cli.parse_args(["--help"])
     text = capsys.readouterr().out
     assert "--policy-us N" in text and "N * k / num_envs" in text
-    assert "fastvec[atari]" in text and "pong" in text and "envpool" in text
+    assert ".[atari]" in text and "pong" in text and "envpool" in text
     assert "fastvec-local" in text and "fastvec-local-async" in text

@@ -230,7 +230,7 @@ def test_missing_sb3_says_how_to_install(monkeypatch):
     adapter._adapter_class.cache_clear()
     monkeypatch.setitem(sys.modules, "stable_baselines3.common.vec_env.base_vec_env", None)
     try:
-        with pytest.raises(ImportError, match=r"fastvec\[sb3\]"):
+        with pytest.raises(ImportError, match=r"\.\[sb3\]"):
             to_sb3(fastvec.SyncVecEnv(cartpole_fns(1), autoreset_mode="same_step"))
     finally:
         adapter._adapter_class.cache_clear()
