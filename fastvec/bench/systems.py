@@ -17,9 +17,6 @@ ALE's own C++ Pong run only beside the ``pong`` and ``pong-direct`` workloads).
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
 import gymnasium as gym
 
@@ -34,9 +31,10 @@ from fastvec.bench.drivers import (
     SB3Driver,
     VectorDriver,
 )
-from fastvec.bench.workloads import WORKLOADS
+from fastvec.bench.registry import SYSTEMS, TIERS, System, system
 
 __all__ = [
+    "ENVPOOL_PONG",
     "SYSTEMS",
     "TIERS",
     "Builder",
@@ -51,53 +49,6 @@ __all__ = [
     "VectorDriver",
     "system",
 ]
-
-TIERS = ("quick", "full", "named")
-
-
-@dataclass(frozen=True)
-class System:
-    """A vector env to measure: ``load()`` imports it and returns a builder.
-
-    ``workloads``: the only workloads it can run (None: every one).
-    """
-
-    name: str
-    about: str
-    load: Callable[[], Builder]
-    tier: str = "full"
-    workloads: tuple[str, ...] | None = None
-    envs: bool = True  # runs single-agent workloads
-    games: bool = False  # runs multi-agent (game) workloads
-
-    def runs_on(self, workload: str) -> bool:
-        """Whether this system can run ``workload``."""
-        spec = WORKLOADS.get(workload)
-        if spec is not None and not (self.games if spec.game else self.envs):
-            return False
-        return self.workloads is None or workload in self.workloads
-
-
-SYSTEMS: dict[str, System] = {}
-
-
-def system(
-    name: str, about: str, tier: str = "full", workloads: tuple[str, ...] | None = None,
-    envs: bool = True, games: bool = False,
-) -> Callable[[Callable[[], Builder]], Callable[[], Builder]]:
-    """Register a loader under ``name``; the loader may raise if its package is absent.
-
-    ``envs`` / ``games``: whether it runs single-agent and multi-agent workloads.
-    """
-    if tier not in TIERS:
-        raise ValueError(f"expected tier in {TIERS}, got {tier!r}")
-
-    def register(load: Callable[[], Builder]) -> Callable[[], Builder]:
-        SYSTEMS[name] = System(name, about, load, tier, workloads, envs, games)
-        return load
-
-    return register
-
 
 # ------------------------------------------------------------------------ systems
 
@@ -274,93 +225,6 @@ def _load_pufferlib_async() -> Builder:
     return _pufferlib(batched=True)
 
 
-# EnvPool's own C++ Atari, set up as the ``pong`` workload's Gymnasium wrappers
-# (fastvec.bench.envs.make_pong): no fire reset, no life-loss episodes, rewards not
-# clipped, 30 no-op resets, frame skip 4 with max-pooling, 84x84 grayscale, 4 frames
-# stacked, sticky actions 0.25 (ALE v5's default), 27,000-step (108,000-frame) limit.
-ENVPOOL_PONG = {
-    "episodic_life": False,
-    "reward_clip": False,
-    "use_fire_reset": False,
-    "noop_max": 30,
-    "frame_skip": 4,
-    "stack_num": 4,
-    "img_height": 84,
-    "img_width": 84,
-    "gray_scale": True,
-    "repeat_action_probability": 0.25,
-    "max_episode_steps": 27_000,
-}
-
-
-@system(
-    "envpool",
-    "EnvPool's C++ Pong-v5, 2 threads, step() of all envs; settings as the pong workload "
-    "(optional: pip install envpool; runs only on pong)",
-    workloads=("pong", "pong-direct"),
-)
-def _load_envpool() -> Builder:
-    import envpool
-
-    def build(env_fns: list[EnvFn]) -> Driver:
-        n = len(env_fns)
-
-        def make(seed: int) -> object:
-            return envpool.make(
-                "Pong-v5",
-                env_type="gymnasium",
-                num_envs=n,
-                batch_size=n,
-                num_threads=2,
-                seed=seed,
-                **ENVPOOL_PONG,
-            )
-
-        return EnvPoolDriver(make, n)
-
-    return build
-
-
-@system(
-    "ale-vector",
-    "ALE's C++ AtariVectorEnv (what gym.make_vec('ALE/Pong-v5') gives), 2 threads; "
-    "settings as the pong workload (reward clipping and fire reset off); runs only on pong",
-    workloads=("pong", "pong-direct"),
-)
-def _load_ale_vector() -> Builder:
-    from ale_py.vector_env import AtariVectorEnv
-
-    def build(env_fns: list[EnvFn]) -> Driver:
-        n = len(env_fns)
-
-        def make(seed: int) -> object:
-            return _SeededAtariVectorEnv(
-                AtariVectorEnv("pong", n, num_threads=2, repeat_action_probability=0.25,
-                               frameskip=4, img_height=84, img_width=84, grayscale=True,
-                               stack_num=4, noop_max=30, reward_clipping=False,
-                               use_fire_reset=False), seed)
-
-        return EnvPoolDriver(make, n)
-
-    return build
-
-
-class _SeededAtariVectorEnv:
-    """An ``AtariVectorEnv`` whose ``reset()`` uses the seed it was made with."""
-
-    def __init__(self, vec: Any, seed: int) -> None:
-        self.vec, self.seed = vec, seed
-
-    def reset(self) -> Any:
-        return self.vec.reset(seed=self.seed)
-
-    def step(self, actions: Any) -> Any:
-        return self.vec.step(actions)
-
-    def close(self) -> None:
-        self.vec.close()
-
-
 # ----------------------------------------------------- Ray (named only)
 
 
@@ -427,3 +291,7 @@ def _register_worker_variants(workers: int) -> None:
 
 for _w in (4, 8):
     _register_worker_variants(_w)
+
+
+# EnvPool and ALE's AtariVectorEnv, registered after the systems above.
+from fastvec.bench.atari_peers import ENVPOOL_PONG  # noqa: E402 - registers them

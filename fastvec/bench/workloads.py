@@ -58,6 +58,13 @@ class Workload:
         return self.tier == "quick"
 
 
+def _atari(name: str, make_env: Callable[[], gym.Env[Any, Any]], about: str) -> Workload:
+    """A named-only Atari workload of 8 envs, which needs the atari extra."""
+    return Workload(name, make_env, f"{about}; needs the atari extra: {ATARI_EXTRA}",
+                    num_envs=8, tier="named", requires=("ale_py", "cv2"),
+                    install=ATARI_EXTRA)
+
+
 def make_duel() -> Any:
     """The cheap two-player game of :mod:`fastvec.bench.games` (needs PettingZoo)."""
     return DuelGame()
@@ -108,47 +115,17 @@ WORKLOADS: dict[str, Workload] = {
             num_envs=8,
             tier="named",
         ),
-        Workload(
-            "pong",
-            make_pong,
-            "ALE/Pong-v5 (frameskip 1) + AtariPreprocessing (frame skip 4, 84x84 gray, "
-            "noop reset 30) + FrameStackObservation(4): uint8 (4, 84, 84), Discrete(6); "
-            f"needs the atari extra: {ATARI_EXTRA}",
-            num_envs=8,
-            tier="named",
-            requires=("ale_py", "cv2"),
-            install=ATARI_EXTRA,
-        ),
-        Workload(
-            "pong-direct",
-            make_pong_direct,
-            "pong as fastvec.atari runs it (bit-identical; the frame loop calls the "
-            f"emulator directly); needs the atari extra: {ATARI_EXTRA}",
-            num_envs=8,
-            tier="named",
-            requires=("ale_py", "cv2"),
-            install=ATARI_EXTRA,
-        ),
-        Workload(
-            "breakout",
-            make_breakout,
-            "ALE/Breakout-v5 through pong's Gymnasium pipeline: uint8 (4, 84, 84), "
-            f"Discrete(4); needs the atari extra: {ATARI_EXTRA}",
-            num_envs=8,
-            tier="named",
-            requires=("ale_py", "cv2"),
-            install=ATARI_EXTRA,
-        ),
-        Workload(
-            "breakout-direct",
-            make_breakout_direct,
-            "breakout as fastvec.atari runs it (bit-identical); needs the atari extra: "
-            f"{ATARI_EXTRA}",
-            num_envs=8,
-            tier="named",
-            requires=("ale_py", "cv2"),
-            install=ATARI_EXTRA,
-        ),
+        _atari("pong", make_pong,
+               "ALE/Pong-v5 (frameskip 1) + AtariPreprocessing (frame skip 4, 84x84 gray, "
+               "noop reset 30) + FrameStackObservation(4): uint8 (4, 84, 84), Discrete(6)"),
+        _atari("pong-direct", make_pong_direct,
+               "pong as fastvec.atari runs it (bit-identical; the frame loop calls the "
+               "emulator directly)"),
+        _atari("breakout", make_breakout,
+               "ALE/Breakout-v5 through pong's Gymnasium pipeline: uint8 (4, 84, 84), "
+               "Discrete(4)"),
+        _atari("breakout-direct", make_breakout_direct,
+               "breakout as fastvec.atari runs it (bit-identical)"),
         Workload(
             "duel",
             make_duel,
