@@ -11,7 +11,10 @@ entries for ``fastvec._kernels.infos.batch_infos``.  Semantics are Gymnasium's
 """
 
 cimport numpy as cnp
+from libc.string cimport memcpy, memmove
 from collections.abc import Mapping
+
+import numpy as np
 
 from fastvec._kernels.flatten cimport FieldTable
 from fastvec._kernels.stacking cimport store_step
@@ -74,6 +77,11 @@ cdef class EnvBlock:
     cdef list obs_objects
     cdef double[::1] rewards
     cdef cnp.npy_bool[::1] terminations, truncations, needs_reset
+    cdef object stack  # a fastvec.spaces.frame_stack.StackPlan, or None
+    cdef Py_ssize_t stack_size
+    cdef Py_ssize_t[::1] stack_offsets, stack_nbytes
+    cdef bint pad_with_reset
+    cdef const unsigned char[::1] padding  # older slots' padding, unless pad_with_reset
 
     def __init__(self, list envs, int mode, FieldTable table, rows, list obs_objects,
                  double[::1] rewards, cnp.npy_bool[::1] terminations,
@@ -110,11 +118,50 @@ cdef class EnvBlock:
                              f"{self.rows.shape[1]}) for a block with a record layout")
         self.rows = rows
 
-    cdef inline int _store_obs(self, Py_ssize_t i, object obs) except -1:
+    def stack_frames(self, plan):
+        """Keep each env's last frames in its record, as ``plan`` (a ``StackPlan``) says:
+        a step moves every leaf's frames back by one and writes the new observation into
+        the newest slot; a reset writes it and pads the older slots.
+        """
+        if self.table is None or self.rows.shape[1] != plan.layout.record_size:
+            raise ValueError(f"expected a block with records of {plan.layout.record_size} "
+                             f"bytes to stack frames in")
+        self.table = plan.frame_table
+        self.stack_size = plan.stack_size
+        self.stack_offsets = plan.offsets
+        self.stack_nbytes = plan.nbytes
+        self.pad_with_reset = plan.padding is None
+        if not self.pad_with_reset:
+            self.padding = plan.padding
+        self.stack = plan
+
+    cdef inline int _store_obs(self, Py_ssize_t i, object obs, bint reset) except -1:
+        cdef char* row
+        cdef char* leaf
+        cdef Py_ssize_t f, j, nbytes, older
         if self.table is None:
             self.obs_objects[i] = obs
-        else:
-            self.table.write(obs, <char*>&self.rows[i, 0], self.first_index + i)
+            return 0
+        row = <char*>&self.rows[i, 0]
+        if self.stack is None:
+            self.table.write(obs, row, self.first_index + i)
+            return 0
+        older = self.stack_size - 1
+        if not reset:
+            for f in range(self.stack_offsets.shape[0]):
+                leaf, nbytes = row + self.stack_offsets[f], self.stack_nbytes[f]
+                memmove(leaf, leaf + nbytes, older * nbytes)
+        self.table.write(obs, row, self.first_index + i)
+        if reset:
+            for f in range(self.stack_offsets.shape[0]):
+                leaf, nbytes = row + self.stack_offsets[f], self.stack_nbytes[f]
+                for j in range(older):
+                    if self.pad_with_reset:
+                        memcpy(leaf + j * nbytes, leaf + older * nbytes, nbytes)
+                    else:
+                        memcpy(leaf + j * nbytes,
+                               <const char*>&self.padding[self.stack_offsets[f] + j * nbytes],
+                               nbytes)
         return 0
 
     def step(self, list actions):
@@ -126,12 +173,14 @@ cdef class EnvBlock:
         cdef Py_ssize_t i, n = len(self.envs)
         cdef list entries = []
         cdef object env, obs, reward, terminated, truncated, info, result
+        cdef bint reset
         if len(actions) != n:
             raise ValueError(f"expected {n} actions, got {len(actions)}")
         for i in range(n):
             self.current = i
             env = self.envs[i]
-            if self.mode == NEXT_STEP and self.needs_reset[i]:
+            reset = self.mode == NEXT_STEP and self.needs_reset[i]
+            if reset:
                 obs, info = checked_reset(env.reset(), self.first_index + i)
                 self.rewards[i] = 0.0
                 self.terminations[i] = False
@@ -144,10 +193,14 @@ cdef class EnvBlock:
                 store_step(reward, terminated, truncated, &self.rewards[0],
                            &self.terminations[0], &self.truncations[0], i)
                 if self.mode == SAME_STEP and (self.terminations[i] or self.truncations[i]):
+                    if self.stack is not None:  # the final frame joins the stack first
+                        self._store_obs(i, obs, False)
+                        obs = self.stack.observation(np.asarray(self.rows[i]))
                     entries.append((self.first_index + i,
                                     {"final_obs": obs, "final_info": info}))
                     obs, info = checked_reset(env.reset(), self.first_index + i)
-            self._store_obs(i, obs)
+                    reset = True
+            self._store_obs(i, obs, reset)
             if info:
                 entries.append((self.first_index + i, info))
             self.needs_reset[i] = self.terminations[i] or self.truncations[i]
@@ -170,7 +223,7 @@ cdef class EnvBlock:
             self.current = i
             obs, info = checked_reset(self.envs[i].reset(seed=seeds[i], options=options),
                                       self.first_index + i)
-            self._store_obs(i, obs)
+            self._store_obs(i, obs, True)
             self.terminations[i] = False
             self.truncations[i] = False
             self.needs_reset[i] = False

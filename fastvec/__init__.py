@@ -13,6 +13,8 @@ semantics, so trainers written for Gymnasium work unchanged.
 - :func:`make_multiagent`: PettingZoo games as rows, one per seat (self-play:
   :mod:`fastvec.selfplay`).
 - :func:`tile_images`: the frames of ``render()`` as one image.
+- :class:`FrameStack`: the vector envs' ``frame_stack`` option (frames stacked in
+  the batch's records, as ``FrameStackObservation`` stacks them).
 - :mod:`fastvec.errors`: the errors fastvec raises.
 
 Example:
@@ -52,11 +54,12 @@ from fastvec import errors
 from fastvec._version import __version__ as __version__
 from fastvec.make import make
 from fastvec.multiagent import make_multiagent
+from fastvec.spaces.frame_stack import FrameStack
 from fastvec.tiling import tile_images
 from fastvec.vector.ray import RayVecEnv
 from fastvec.vector.subproc import SubprocVecEnv
 from fastvec.vector.sync import SyncVecEnv
 
-__all__ = ["RayVecEnv", "SubprocVecEnv", "SyncVecEnv", "errors", "make", "make_multiagent",
-           "tile_images"]
+__all__ = ["FrameStack", "RayVecEnv", "SubprocVecEnv", "SyncVecEnv", "errors", "make",
+           "make_multiagent", "tile_images"]
 

@@ -14,8 +14,9 @@ from typing import Any, NamedTuple
 
 from fastvec.errors import SpacesMismatchError
 from fastvec.pool.games import is_game, unit_spaces
+from fastvec.spaces.frame_stack import FrameStack, stacked_space
 
-__all__ = ["About", "check_blocks", "describe", "mixed_message"]
+__all__ = ["About", "check_blocks", "describe", "mixed_message", "stacked"]
 
 
 class About(NamedTuple):
@@ -54,6 +55,23 @@ def describe(envs: list, first: int = 0) -> About:
     return About(obs_space, act_space, dict(getattr(envs[0], "metadata", {}) or {}),
                  getattr(envs[0], "render_mode", None), env_spaces,
                  agents if is_game(envs[0]) else None)
+
+
+def stacked(about: About, frame_stack: FrameStack | None) -> About:
+    """``about`` as the vector env sees it with ``frame_stack``: stacked observation spaces.
+
+    Raises:
+        ValueError: games (frames are stacked for single-agent envs), or a space whose
+            frames cannot be kept in a record.
+    """
+    if frame_stack is None:
+        return about
+    if about.agents is not None:
+        raise ValueError("frame_stack stacks the frames of single-agent envs, not of "
+                         "PettingZoo games")
+    env_spaces = [(stacked_space(obs, frame_stack), act, agents)
+                  for obs, act, agents in about.env_spaces]
+    return about._replace(observation_space=env_spaces[0][0], env_spaces=env_spaces)
 
 
 def check_blocks(abouts: list[About], first: int = 0, same_obs: bool = True,

@@ -13,7 +13,7 @@ import multiprocessing as mp
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from fastvec.pool.about import check_blocks, describe
+from fastvec.pool.about import check_blocks, describe, stacked
 from fastvec.pool.base import split_blocks
 from fastvec.pool.buffers import Buffers, rows_of
 from fastvec.pool.local import LocalPool
@@ -21,6 +21,7 @@ from fastvec.pool.obs_store import make_obs_store
 from fastvec.pool.process.pool import ProcessPool
 from fastvec.pool.process.workers import usable_cpus
 from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS, Restarts, check_failure_policy
+from fastvec.spaces.frame_stack import FrameStack
 from fastvec.spaces.observation_mode import (
     ObservationMode,
     check_observation_mode,
@@ -41,9 +42,10 @@ def default_num_workers(num_envs: int, local_block: bool = False) -> int:
     return max(1, min(num_envs, usable_cpus()) - local_block)
 
 
-def local_pool(envs: list, mode: int, copy: bool,
-               observation_mode: ObservationMode = "same") -> LocalPool:
-    """A pool of one block, ``envs`` (built already), stepped in this process.
+def local_pool(envs: list, mode: int, copy: bool, observation_mode: ObservationMode = "same",
+               frame_stack: FrameStack | None = None) -> LocalPool:
+    """A pool of one block, ``envs`` (built already), stepped in this process (with
+    ``frame_stack``, each record keeps the env's last frames).
 
     Raises:
         ValueError: no envs; ``SpacesMismatchError`` (a ``ValueError``) when they
@@ -52,13 +54,14 @@ def local_pool(envs: list, mode: int, copy: bool,
     if not envs:
         raise ValueError("expected at least one env function, got none")
     check_observation_mode(observation_mode)
-    about = describe(envs)
+    check_stacking(frame_stack, observation_mode)
+    about = stacked(describe(envs), frame_stack)
     check_blocks([about], 0, observation_mode == "same", same_space_hint)
     single, batched = observation_spaces(observation_mode, [t[0] for t in about.env_spaces],
                                          games=about.agents is not None)
     num_rows = rows_of(envs)
-    store = make_obs_store(single, num_rows, copy, fresh_rows=True)
-    pool = LocalPool(envs, Buffers.allocate(store, num_rows), mode)
+    store = make_obs_store(single, num_rows, copy, fresh_rows=frame_stack is None)
+    pool = LocalPool(envs, Buffers.allocate(store, num_rows), mode, frame_stack)
     pool.count_rows(about)
     pool.observation_spaces = (single, batched)
     return pool
@@ -69,7 +72,8 @@ def process_pool(env_fns: Sequence[Callable[[], Any]], mode: int, copy: bool,
                  timeout: float | None = None, on_worker_failure: str = "raise",
                  observation_mode: ObservationMode = "same",
                  max_restarts: int | None = DEFAULT_MAX_RESTARTS,
-                 local_block: bool = False, daemon: bool = True) -> ProcessPool:
+                 local_block: bool = False, daemon: bool = True,
+                 frame_stack: FrameStack | None = None) -> ProcessPool:
     """Worker processes for ``env_fns``, in contiguous blocks (with ``local_block``, block
     0 in this process), started, checked and attached.
 
@@ -92,6 +96,7 @@ def process_pool(env_fns: Sequence[Callable[[], Any]], mode: int, copy: bool,
                          f"{num_workers!r}")
     check_failure_policy(on_worker_failure, max_restarts)
     check_observation_mode(observation_mode)
+    check_stacking(frame_stack, observation_mode)
     if timeout is not None and not timeout > 0:
         raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
     if context is not None and context not in mp.get_all_start_methods():
@@ -101,7 +106,17 @@ def process_pool(env_fns: Sequence[Callable[[], Any]], mode: int, copy: bool,
     pool = ProcessPool(env_fns, split_blocks(num_envs, num_workers + local),
                        mp.get_context(context or default_context()), mode, copy, timeout,
                        on_worker_failure, observation_mode, restarts, local=bool(local_block),
-                       daemon=bool(daemon))
+                       daemon=bool(daemon), frame_stack=frame_stack)
     pool.num_workers = num_workers
     pool.context = context or default_context()
     return pool
+
+
+def check_stacking(frame_stack: FrameStack | None, observation_mode: ObservationMode) -> None:
+    """Padding other than the reset observation is one value for all envs, so their
+    spaces must be the same.
+    """
+    if frame_stack is not None and observation_mode != "same" and not (
+            isinstance(frame_stack.padding_type, str) and frame_stack.padding_type == "reset"):
+        raise ValueError("expected observation_mode='same' with a frame_stack padding_type "
+                         "other than 'reset' (the padding is one value for every env)")

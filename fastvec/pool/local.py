@@ -21,13 +21,16 @@ from fastvec.pool.base import Entries, Pool
 from fastvec.pool.buffers import Buffers, rows_of
 from fastvec.pool.games import adapt, is_game, unit_spaces, zero_observation
 from fastvec.spaces.actions import ActionChecker
+from fastvec.spaces.frame_stack import FrameStack, stack_plan
 
 __all__ = ["LocalBlock", "LocalPool", "make_stepper"]
 
 
-def make_stepper(envs: list, start: int, buffers: Buffers, mode: int
+def make_stepper(envs: list, start: int, buffers: Buffers, mode: int,
+                 frame_stack: FrameStack | None = None
                  ) -> tuple[EnvBlock | GameBlock, list | None]:
-    """The compiled stepper of ``envs`` (games: a ``GameBlock``), writing from row ``start``.
+    """The compiled stepper of ``envs`` (games: a ``GameBlock``), writing from row ``start``,
+    keeping ``frame_stack`` frames in each record if given.
 
     Also returns the block's observation-object list (None with records).
     """
@@ -43,17 +46,20 @@ def make_stepper(envs: list, start: int, buffers: Buffers, mode: int
             buffers.active[start:stop], start)
     else:
         block = EnvBlock(envs, mode, table, rows, objects, *results, start)
+        if frame_stack is not None:
+            block.stack_frames(stack_plan(unit_spaces(envs[0])[0], frame_stack))
     return block, objects
 
 
 class LocalBlock:
     """A block of envs stepped in this process, when its pool collects it."""
 
-    def __init__(self, envs: list, start: int, buffers: Buffers, mode: int) -> None:
+    def __init__(self, envs: list, start: int, buffers: Buffers, mode: int,
+                 frame_stack: FrameStack | None = None) -> None:
         self.envs = envs
         self.start = start
         self.buffers = buffers
-        self.block, self.objects = make_stepper(envs, start, buffers, mode)
+        self.block, self.objects = make_stepper(envs, start, buffers, mode, frame_stack)
         self.stop = start + rows_of(envs)
         self.fresh_rows = getattr(buffers.obs, "fresh_rows", False)
         self.pending: tuple | None = None  # (actions,) or (seeds, options, mask)
@@ -116,10 +122,11 @@ class LocalPool(Pool):
 
     observation_spaces: tuple[Any, Any]
 
-    def __init__(self, envs: list, buffers: Buffers, mode: int) -> None:
+    def __init__(self, envs: list, buffers: Buffers, mode: int,
+                 frame_stack: FrameStack | None = None) -> None:
         self.envs = envs
         self.buffers = buffers
-        self.block = LocalBlock(envs, 0, buffers, mode)
+        self.block = LocalBlock(envs, 0, buffers, mode, frame_stack)
         self.bounds = [(0, self.block.stop)]
         self.unit_bounds = [(0, len(envs))]
 

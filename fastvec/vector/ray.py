@@ -16,6 +16,7 @@ from gymnasium.vector import AutoresetMode
 
 from fastvec.pool.base import split_blocks
 from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS, Restarts, check_failure_policy
+from fastvec.spaces.frame_stack import FrameStack, parse_frame_stack
 from fastvec.vector.arguments import mode_code, parse_autoreset_mode
 from fastvec.vector.async_batches import RemoteVecEnv, check_batch_size, check_positive
 
@@ -55,6 +56,7 @@ class RayVecEnv(RemoteVecEnv):
             its envs report ``truncations=True`` and ``infos["worker_restarted"]``; each
             restart is logged and counted, as in :class:`fastvec.SubprocVecEnv`).
         max_restarts: as in :class:`fastvec.SubprocVecEnv` (default 1000).
+        frame_stack: as in :class:`fastvec.SyncVecEnv` (frames stacked in the actors).
 
     Raises:
         ImportError: Ray is not installed.
@@ -76,6 +78,8 @@ class RayVecEnv(RemoteVecEnv):
         episode_statistics: bool = False,
         inner_options: dict[str, Any] | None = None,
         max_restarts: int | None = DEFAULT_MAX_RESTARTS,
+        *,
+        frame_stack: int | FrameStack | None = None,
     ) -> None:
         try:
             import ray
@@ -97,6 +101,7 @@ class RayVecEnv(RemoteVecEnv):
         if num_actors is not None and not 1 <= num_actors <= num_envs:
             raise ValueError(f"expected num_actors in [1, {num_envs}], got {num_actors}")
         mode = parse_autoreset_mode(autoreset_mode)
+        self.frame_stack = parse_frame_stack(frame_stack)
         started = start_local_ray()
         try:
             if num_actors is None:
@@ -108,7 +113,7 @@ class RayVecEnv(RemoteVecEnv):
                 else None
             pool = RayPool(env_fns, split_blocks(num_envs, num_actors), inner, mode_code(mode),
                            bool(copy), actor_options, inner_options, timeout, on_worker_failure,
-                           started, restarts)
+                           started, restarts, self.frame_stack)
         except BaseException:
             if started:
                 stop_local_ray()

@@ -17,6 +17,7 @@ from gymnasium.vector import AutoresetMode
 
 from fastvec.pool.build import default_num_workers, process_pool
 from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS
+from fastvec.spaces.frame_stack import FrameStack, parse_frame_stack
 from fastvec.spaces.observation_mode import ObservationMode
 from fastvec.vector.arguments import async_vector_env_options, mode_code, parse_autoreset_mode
 from fastvec.vector.async_batches import RemoteVecEnv, check_batch_size, check_positive
@@ -73,6 +74,7 @@ class SubprocVecEnv(RemoteVecEnv):
             and a ``UserWarning`` says so.
         worker: accepted for the same reason; fastvec's own workers step the envs,
             so a custom worker function is ignored and a ``UserWarning`` says so.
+        frame_stack: as in :class:`fastvec.SyncVecEnv` (frames stacked in the workers).
 
     Raises:
         ValueError: an argument is out of range (the message says what would work), or
@@ -110,15 +112,17 @@ class SubprocVecEnv(RemoteVecEnv):
         max_concurrency: int | None = None,
         shared_memory: bool = True,
         worker: Callable | None = None,
+        frame_stack: int | FrameStack | None = None,
     ) -> None:
         mode = parse_autoreset_mode(autoreset_mode)
+        self.frame_stack = parse_frame_stack(frame_stack)
         check_positive(batch_size)  # the rest once the rows are known (games fill several)
         num_workers = async_vector_env_options(
             num_workers, lambda: default_num_workers(len(env_fns), bool(local_block)),
             shared_memory, worker, max_concurrency)
         pool = process_pool(env_fns, mode_code(mode), bool(copy), num_workers, context,
                             timeout, on_worker_failure, observation_mode, max_restarts,
-                            bool(local_block), bool(daemon))
+                            bool(local_block), bool(daemon), self.frame_stack)
         try:
             self.batch_size = check_batch_size(batch_size, pool.num_rows, pool.num_workers,
                                                int(bool(local_block)))

@@ -8,6 +8,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from fastvec.pool.build import local_pool
+from fastvec.spaces.frame_stack import FrameStack, parse_frame_stack
 from fastvec.spaces.observation_mode import ObservationMode, check_observation_mode
 from fastvec.vector.arguments import mode_code, parse_autoreset_mode
 from fastvec.vector.base import BatchedVecEnv
@@ -41,6 +42,10 @@ class SyncVecEnv(BatchedVecEnv):
             shapes and dtypes; the batched space is ``batch_differing_spaces`` of
             them, the single one env 0's) or a tuple ``(observation_space,
             single_observation_space)``. Games need ``"same"``.
+        frame_stack: Keep each env's last ``k`` observations, oldest first, in its
+            record: ``k`` (an int) or a :class:`fastvec.FrameStack` (``padding_type``).
+            The same observations as Gymnasium's ``FrameStackObservation(env, k)``
+            around every env, stacked where the env steps (see ``docs/api.md``).
 
     Attributes:
         envs: The sub-envs, in order.
@@ -67,14 +72,18 @@ class SyncVecEnv(BatchedVecEnv):
         copy: bool = True,
         episode_statistics: bool = False,
         observation_mode: ObservationMode = "same",
+        *,
+        frame_stack: int | FrameStack | None = None,
     ) -> None:
         mode = parse_autoreset_mode(autoreset_mode)
         check_observation_mode(observation_mode)
+        self.frame_stack = parse_frame_stack(frame_stack)
         self.observation_mode = observation_mode
         self.env_fns = env_fns
         self.envs: list[gym.Env] = [env_fn() for env_fn in env_fns]
         try:
-            pool = local_pool(self.envs, mode_code(mode), bool(copy), observation_mode)
+            pool = local_pool(self.envs, mode_code(mode), bool(copy), observation_mode,
+                              self.frame_stack)
         except BaseException:
             for env in self.envs:
                 env.close()

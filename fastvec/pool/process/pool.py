@@ -22,7 +22,7 @@ import numpy as np
 
 from fastvec._kernels.barrier import Barrier
 from fastvec.errors import ObservationError, WorkerError
-from fastvec.pool.about import About, check_blocks, describe
+from fastvec.pool.about import About, check_blocks, describe, stacked
 from fastvec.pool.base import STARTUP_SECONDS, Entries, Pool
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.local import LocalBlock
@@ -75,11 +75,11 @@ class ProcessPool(Pool):
                  mode: int, copy: bool, timeout: float | None = None,
                  on_failure: str = "raise", observation_mode: ObservationMode = "same",
                  restarts: Restarts | None = None, local: bool = False,
-                 daemon: bool = True) -> None:
+                 daemon: bool = True, frame_stack: Any = None) -> None:
         self.bounds = self.unit_bounds = bounds
         self.on_failure = on_failure
         self.restarts = restarts
-        self._mode = mode
+        self._stepping = (mode, frame_stack)  # how blocks step: autoreset code, FrameStack
         self.workers = Workers(ctx, len(bounds), timeout, on_failure == "restart", daemon)
         self._local: LocalBlock | None = None
         self._local_fns = list(env_fns[:bounds[0][1]]) if local else []
@@ -132,8 +132,9 @@ class ProcessPool(Pool):
     def _start(self, observation_mode: ObservationMode, copy: bool) -> None:
         """Read what every block built, check it, lay out and attach the shared block."""
         deadline = time.monotonic() + STARTUP_SECONDS
-        abouts = [self._about(b, deadline) if self.workers.procs[b] else
-                  describe(self._local_envs) for b in range(self.num_blocks)]
+        abouts = [stacked(self._about(b, deadline) if self.workers.procs[b] else
+                          describe(self._local_envs), self._stepping[1])
+                  for b in range(self.num_blocks)]
         check_blocks(abouts, 0, observation_mode == "same", same_space_hint)
         self.observation_spaces = observation_spaces(
             observation_mode, [triple[0] for about in abouts for triple in about.env_spaces],
@@ -157,7 +158,7 @@ class ProcessPool(Pool):
         for b in self.workers.blocks:
             self._attach(b, deadline)
         if self._local_envs:
-            self._local = LocalBlock(self._local_envs, 0, self.buffers, self._mode)
+            self._local = LocalBlock(self._local_envs, 0, self.buffers, *self._stepping)
 
     def _about(self, b: int, deadline: float) -> About:
         message = self.workers[b].recv(deadline, "start-up")
@@ -168,7 +169,7 @@ class ProcessPool(Pool):
     def _attach(self, b: int, deadline: float) -> None:
         assert self._shared is not None
         worker = self.workers[b]
-        worker.send(Attach(self._plan, self.bounds[b][0], b, self.num_blocks, self._mode))
+        worker.send(Attach(self._plan, self.bounds[b][0], b, self.num_blocks, *self._stepping))
         worker.send_fd(self._shared.fd)
         message = worker.recv(deadline, "start-up")
         if isinstance(message, ErrorReport):
@@ -372,7 +373,7 @@ class ProcessPool(Pool):
             except Exception:  # noqa: S110 - the envs are being replaced
                 pass
             self._local_envs = build_local_envs(self._local_fns)
-            self._local = LocalBlock(self._local_envs, 0, self.buffers, self._mode)
+            self._local = LocalBlock(self._local_envs, 0, self.buffers, *self._stepping)
             self._local.post_reset([None] * z, None, None)
             reply = self._run_local("a reset after restart")
         if isinstance(reply, BaseException):

@@ -98,6 +98,7 @@ class Attach(NamedTuple):
     block: int
     num_blocks: int
     autoreset_mode: int
+    frame_stack: Any = None  # a fastvec.spaces.frame_stack.FrameStack, or None
 
 
 class Ready(NamedTuple):

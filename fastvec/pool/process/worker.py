@@ -48,6 +48,7 @@ from fastvec.pool.process.protocol import (
 from fastvec.pool.process.shared_infos import InfoWriter
 from fastvec.pool.process.shm import SharedBlock
 from fastvec.pool.reports import report_error
+from fastvec.spaces.frame_stack import stacked_space
 from fastvec.spaces.layout import batch_views, copy_tree, layout_of
 
 __all__ = ["run"]
@@ -125,13 +126,15 @@ class _Server:
         end = self.first + self.count
         # Buffers over the whole shared batch; this worker's EnvBlock writes its rows.
         space, action_space, _ = unit_spaces(envs[0])
+        if setup.frame_stack is not None:
+            space = stacked_space(space, setup.frame_stack)
         layout = layout_of(space)
         store: ObsStore = ObjectStore(space, end, copy=False) if layout is None else \
             RecordStore(layout, arrays[Region.OBS], copy=False)
         buffers = Buffers(store, *(arrays[region] for region in Region.RESULTS))
         # obs_objects: the block's observations on the object path, sent in each reply
         self.env_block, self.obs_objects = make_stepper(envs, self.first, buffers,
-                                                        setup.autoreset_mode)
+                                                        setup.autoreset_mode, setup.frame_stack)
         self.action_layout = layout_of(action_space)
         self.action_views = None if self.action_layout is None else batch_views(
             self.action_layout, arrays[Region.ACTIONS][self.first:end])

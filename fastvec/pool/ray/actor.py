@@ -80,12 +80,13 @@ class BlockHost:
     """
 
     def __init__(self, env_fns_bytes: bytes, first: int, inner: str, mode: int,
-                 inner_options: dict | None = None) -> None:
+                 inner_options: dict | None = None, frame_stack: Any = None) -> None:
         self.first = first
         self.first_row = first
         self.inner = inner
         self.mode = mode
         self.inner_options = dict(inner_options or {})
+        self.frame_stack = frame_stack  # a FrameStack, or None
         self.env_fns_bytes = env_fns_bytes
         self.pool: Pool | None = None
 
@@ -98,7 +99,8 @@ class BlockHost:
             env_fns = cloudpickle.loads(self.env_fns_bytes)
             pool: Pool
             if self.inner == "subproc":
-                processes = process_pool(env_fns, self.mode, False, **self.inner_options)
+                processes = process_pool(env_fns, self.mode, False, **self.inner_options,
+                                         frame_stack=self.frame_stack)
                 processes.send_raw_infos()  # the trainer batches every block's infos
                 pool = processes
             else:
@@ -106,7 +108,7 @@ class BlockHost:
                 for building, env_fn in enumerate(env_fns):
                     envs.append(env_fn())
                 building = None
-                pool = local_pool(envs, self.mode, False)
+                pool = local_pool(envs, self.mode, False, frame_stack=self.frame_stack)
             self.pool = pool
         except BaseException as exc:  # noqa: B036 - reported to the trainer
             return self._report(exc, building)

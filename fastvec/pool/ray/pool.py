@@ -70,7 +70,7 @@ class RayPool(Pool):
     def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], inner: str,
                  mode: int, copy: bool, actor_options: dict | None, inner_options: dict | None,
                  timeout: float | None, on_failure: str, started_ray: bool = False,
-                 restarts: Restarts | None = None) -> None:
+                 restarts: Restarts | None = None, frame_stack: Any = None) -> None:
         import ray
 
         self._ray = ray
@@ -79,6 +79,7 @@ class RayPool(Pool):
         self.on_failure = on_failure
         self.restarts = restarts
         self._inner, self._mode, self._inner_options = inner, mode, inner_options
+        self._frame_stack = frame_stack
         self._options = {**DEFAULT_ACTOR_OPTIONS, **(actor_options or {})}
         self._actor_class = ray.remote(BlockHost)
         self._env_fns_bytes = [cloudpickle.dumps(list(env_fns[a:b])) for a, b in bounds]
@@ -117,7 +118,7 @@ class RayPool(Pool):
             options = {**options, "scheduling_strategy": self._spread(b, avoid)}
         return self._actor_class.options(**options).remote(
             self._env_fns_bytes[b], self.unit_bounds[b][0], self._inner, self._mode,
-            self._inner_options)
+            self._inner_options, self._frame_stack)
 
     def _spread(self, b: int, avoid: str | None) -> Any:
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
