@@ -2,7 +2,8 @@
 
 The same vector env as Gymnasium's ``AtariPreprocessing`` + ``FrameStackObservation``
 over ``gym.make(env_id, frameskip=1)``, on any fastvec backend, bit for bit, with each
-env's frame loop calling the emulator directly (:mod:`fastvec.atari.env`).
+env's frame loop calling the emulator directly (:mod:`fastvec.atari.env`) and the
+frames stacked in the batch's records (the vector env's ``frame_stack``).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 import gymnasium as gym
 
 from fastvec.atari.env import PreprocessedAtari
+from fastvec.spaces.frame_stack import FrameStack
 
 __all__ = ["PreprocessedAtari", "make"]
 
@@ -28,13 +30,15 @@ def make(env_id: str, num_envs: int, *, backend: str = "subproc",
     FrameStackObservation(AtariPreprocessing(gym.make(env_id, frameskip=1,
     **env_kwargs), noop_max=..., frame_skip=..., screen_size=...,
     terminal_on_life_loss=..., grayscale_obs=...), stack_size)] * num_envs)``.
+    Each env is a :class:`PreprocessedAtari` (one frame per step); the vector env
+    keeps the last ``stack_size`` frames of each in its record (``frame_stack``).
 
     Args:
         env_id: An ALE id, e.g. ``"ALE/Pong-v5"`` (sticky actions as its spec says).
         num_envs: How many envs.
         backend: ``"subproc"`` (default), ``"sync"`` or ``"ray"``, as in :func:`fastvec.make`.
         vector_kwargs: Options of the vector env (``num_workers``, ``autoreset_mode``,
-            ``batch_size``...).
+            ``batch_size``...; not ``frame_stack``, which ``stack_size`` sets).
         env_kwargs: Keyword arguments of ``gym.make`` (``repeat_action_probability``...).
         noop_max: At most this many no-ops at reset (``AtariPreprocessing``'s).
         frame_skip: Emulator frames per step; the last two are max-pooled.
@@ -48,8 +52,13 @@ def make(env_id: str, num_envs: int, *, backend: str = "subproc",
     """
     import fastvec
 
+    if vector_kwargs and "frame_stack" in vector_kwargs:
+        raise ValueError("expected stack_size to set the frame stack, not vector_kwargs"
+                         "['frame_stack']")
+    stack = FrameStack(stack_size)  # checked before any env is built
     env_fn = functools.partial(
         PreprocessedAtari, env_id, env_kwargs, noop_max=noop_max, frame_skip=frame_skip,
         screen_size=screen_size, terminal_on_life_loss=terminal_on_life_loss,
-        grayscale_obs=grayscale_obs, stack_size=stack_size)
-    return fastvec.make(env_fn, num_envs, backend=backend, vector_kwargs=vector_kwargs)
+        grayscale_obs=grayscale_obs)
+    return fastvec.make(env_fn, num_envs, backend=backend,
+                        vector_kwargs={**(vector_kwargs or {}), "frame_stack": stack})

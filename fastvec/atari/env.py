@@ -1,17 +1,15 @@
-"""One Atari env as Gymnasium's preprocessing gives it, with a direct frame loop.
-
-That is ``AtariPreprocessing`` + ``FrameStackObservation``, with the frame-skip
-loop calling the emulator itself.
+"""One Atari env as Gymnasium's ``AtariPreprocessing`` gives it, with a direct frame loop.
 
 Gymnasium's pipeline steps the emulator through its wrapper stack once per frame:
 four ``AtariEnv.step`` calls per agent step, each copying an RGB screen nobody
-looks at, then the max-pool, the resize and a new stacked array.  Here the loop
-calls ``ale.act`` itself, reads the two screens that are pooled straight into two
-preallocated buffers (``getScreenGrayscale``), pools them in place, resizes into the
-newest slot of the frame stack (OpenCV's ``INTER_AREA``, as ``AtariPreprocessing``
-does) and shifts the stack by one frame.  Resets (seeding, no-ops) go through
-Gymnasium's own ``AtariEnv``, so the same seeds and actions give the same
-observations, rewards, terminations and truncations, sticky actions included.
+looks at, then the max-pool and the resize.  Here the loop calls ``ale.act``
+itself, reads the two screens that are pooled straight into two preallocated
+buffers (``getScreenGrayscale``), and pools and resizes them into a new frame
+(OpenCV's ``INTER_AREA``, as ``AtariPreprocessing`` does).  Resets (seeding,
+no-ops) go through Gymnasium's own ``AtariEnv``, so the same seeds and actions
+give the same observations, rewards, terminations and truncations, sticky
+actions included.  The frames are stacked by the vector env (its ``frame_stack``
+option), in the batch's records: see :func:`fastvec.atari.make`.
 """
 
 from __future__ import annotations
@@ -39,22 +37,19 @@ def _screen_size(screen_size: int | tuple[int, int]) -> tuple[int, int]:
 
 
 class PreprocessedAtari(gym.Env):
-    """Gymnasium's Atari pipeline as one env, bit for bit, with a direct frame loop.
+    """Gymnasium's Atari preprocessing as one env, bit for bit, with a direct frame loop.
 
-    That is ``FrameStackObservation(AtariPreprocessing(gym.make(env_id, frameskip=1,
-    **env_kwargs), ...), stack_size)``.
+    That is ``AtariPreprocessing(gym.make(env_id, frameskip=1, **env_kwargs), ...)``.
 
-    The option names and defaults are Gymnasium's (``AtariPreprocessing``'s
-    ``scale_obs`` and ``grayscale_newaxis`` are not offered: uint8 frames, stacked on
-    the first axis).  Observations are ``(stack_size, height, width)`` uint8
-    (``(stack_size, height, width, 3)`` with ``grayscale_obs=False``).
+    The option names and defaults are Gymnasium's (``scale_obs`` and
+    ``grayscale_newaxis`` are not offered: uint8 frames).  Observations are
+    ``(height, width)`` uint8 (``(height, width, 3)`` with ``grayscale_obs=False``).
     """
 
     def __init__(self, env_id: str, env_kwargs: dict[str, Any] | None = None, *,
                  noop_max: int = 30, frame_skip: int = 4,
                  screen_size: int | tuple[int, int] = 84,
-                 terminal_on_life_loss: bool = False, grayscale_obs: bool = True,
-                 stack_size: int = 4) -> None:
+                 terminal_on_life_loss: bool = False, grayscale_obs: bool = True) -> None:
         try:
             import ale_py
             import cv2
@@ -65,8 +60,6 @@ class PreprocessedAtari(gym.Env):
             raise ValueError(f"expected frame_skip to be a positive int, got {frame_skip!r}")
         if isinstance(noop_max, bool) or not isinstance(noop_max, int) or noop_max < 0:
             raise ValueError(f"expected noop_max to be a non-negative int, got {noop_max!r}")
-        if isinstance(stack_size, bool) or not isinstance(stack_size, int) or stack_size < 1:
-            raise ValueError(f"expected stack_size to be a positive int, got {stack_size!r}")
         self.size = _screen_size(screen_size)
         self.inner = gym.make(env_id, frameskip=1, **(env_kwargs or {}))
         atari: Any = self.inner.unwrapped  # ale_py's AtariEnv
@@ -81,9 +74,8 @@ class PreprocessedAtari(gym.Env):
         height, width = self.ale.getScreenDims()
         screen = (height, width) if grayscale_obs else (height, width, 3)
         self.screens = np.zeros((2, *screen), dtype=np.uint8)  # the two frames pooled
-        frame = (self.size[1], self.size[0]) if grayscale_obs else (self.size[1], self.size[0], 3)
-        self.stack = np.zeros((stack_size, *frame), dtype=np.uint8)  # oldest first
-        self.observation_space = spaces.Box(0, 255, self.stack.shape, np.uint8)
+        self.frame_shape = (self.size[1], self.size[0], *screen[2:])
+        self.observation_space = spaces.Box(0, 255, self.frame_shape, np.uint8)
         self.action_space = self.inner.action_space
         self.metadata = self.inner.metadata
         self.render_mode = self.inner.render_mode
@@ -96,22 +88,19 @@ class PreprocessedAtari(gym.Env):
         else:
             self.ale.getScreenRGB(into)
 
-    def _push_frame(self) -> np.ndarray:
-        """Pool the two screens, resize into the newest slot; the stack, copied."""
+    def _frame(self) -> np.ndarray:
+        """The two screens pooled and resized, into a new array."""
         screens = self.screens
         if self.frame_skip > 1:
             np.maximum(screens[0], screens[1], out=screens[0])
-        stack = self.stack
-        stack[:-1] = stack[1:]  # numpy copies overlapping rows as if through a buffer
-        self.resize(screens[0], self.size, dst=stack[-1], interpolation=self.area)
-        return stack.copy()
+        frame = np.empty(self.frame_shape, dtype=np.uint8)
+        self.resize(screens[0], self.size, dst=frame, interpolation=self.area)
+        return frame
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None
               ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Reset as ``AtariPreprocessing`` does, then fill the stack with the first frame.
-
-        The no-ops are drawn from the env's own RNG, as ``AtariPreprocessing`` draws
-        them; the stack is padded with the reset frame, as ``FrameStackObservation``.
+        """Reset as ``AtariPreprocessing`` does: the no-ops are drawn from the env's own
+        RNG, and the first frame is the screen as it is (no pooling).
         """
         _, info = self.inner.reset(seed=seed, options=options)
         noops = self.atari.np_random.integers(1, self.noop_max + 1) if self.noop_max > 0 else 0
@@ -123,9 +112,7 @@ class PreprocessedAtari(gym.Env):
         self.lives = self.ale.lives()
         self._grab(self.screens[0])
         self.screens[1].fill(0)
-        self._push_frame()
-        self.stack[:-1] = self.stack[-1]  # padded with the reset frame
-        return self.stack.copy(), info
+        return self._frame(), info
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """``frame_skip`` emulator frames with ``action``; the two last screens pooled."""
@@ -148,7 +135,7 @@ class PreprocessedAtari(gym.Env):
                 self._grab(self.screens[0])
         info = {"lives": ale.lives(), "episode_frame_number": ale.getEpisodeFrameNumber(),
                 "frame_number": ale.getFrameNumber()}
-        return self._push_frame(), total, terminated, truncated, info
+        return self._frame(), total, terminated, truncated, info
 
     def render(self) -> Any:
         """The inner env's frame (``render_mode`` as given in ``env_kwargs``)."""

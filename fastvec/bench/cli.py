@@ -32,6 +32,7 @@ a loader that raises (its package is absent, say) marks the system unavailable.
 from __future__ import annotations
 
 import argparse
+import functools
 import gc
 import importlib.util
 import json
@@ -58,7 +59,7 @@ from fastvec.bench.report import (
     write_plot,
 )
 from fastvec.bench.systems import SYSTEMS, Driver
-from fastvec.bench.workloads import WORKLOADS
+from fastvec.bench.workloads import WORKLOADS, Workload, stacked_env
 
 __all__ = ["main", "measure", "parse_args", "run", "unavailable_reason",
            "workload_unavailable_reason"]
@@ -90,6 +91,18 @@ def _step_for(
     return steps, durations, last - start
 
 
+def build_driver(system: str, spec: Workload) -> Driver:
+    """``system``'s driver over ``spec``'s envs; a workload's frames are stacked by
+    fastvec's ``frame_stack`` where the system has it, else by ``FrameStackObservation``.
+    """
+    env_fn, options = spec.make_env, {}
+    if spec.frame_stack and SYSTEMS[system].frame_stack:
+        options = {"frame_stack": spec.frame_stack}
+    elif spec.frame_stack:
+        env_fn = functools.partial(stacked_env, spec.make_env, spec.frame_stack)
+    return SYSTEMS[system].load()([env_fn] * spec.num_envs, **options)
+
+
 def measure(
     system: str, workload: str, seconds: float, warmup: float, seed: int, policy_us: float = 0.0
 ) -> dict[str, float]:
@@ -115,7 +128,7 @@ def measure(
     action_space.seed(seed)
     actions = [action_space.sample() for _ in range(ACTION_BATCHES)]
 
-    driver = SYSTEMS[system].load()([spec.make_env] * spec.num_envs)
+    driver = build_driver(system, spec)
     driver.policy_us = policy_us
     try:
         driver.reset(seed)

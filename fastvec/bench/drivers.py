@@ -49,7 +49,7 @@ class Driver(Protocol):
     def close(self) -> None: ...  # noqa: D102
 
 
-Builder = Callable[[list[EnvFn]], Driver]
+Builder = Callable[..., Driver]  # (env_fns, **vector_kwargs) -> Driver
 
 
 class BaseDriver:
@@ -114,13 +114,13 @@ class VectorDriver(BaseDriver):
         self.vec, self.num_envs = vec, num_envs
 
     @classmethod
-    def of(cls, factory: Callable[[list[EnvFn]], Any]) -> Builder:
-        """A builder that wraps what ``factory(env_fns)`` returns.
+    def of(cls, factory: Callable[..., Any]) -> Builder:
+        """A builder that wraps what ``factory(env_fns, **vector_kwargs)`` returns.
 
         Its ``num_envs`` counts rows: one per env, one per agent of a game.
         """
-        def build(env_fns: list[EnvFn]) -> VectorDriver:
-            vec = factory(env_fns)
+        def build(env_fns: list[EnvFn], **vector_kwargs: Any) -> VectorDriver:
+            vec = factory(env_fns, **vector_kwargs)
             return cls(vec, getattr(vec, "num_envs", len(env_fns)))
 
         return build

@@ -31,6 +31,7 @@ class System:
     workloads: tuple[str, ...] | None = None
     envs: bool = True  # runs single-agent workloads
     games: bool = False  # runs multi-agent (game) workloads
+    frame_stack: bool = False  # its builder takes frame_stack= (fastvec's vector envs)
 
     def runs_on(self, workload: str) -> bool:
         """Whether this system can run ``workload``."""
@@ -45,17 +46,21 @@ SYSTEMS: dict[str, System] = {}
 
 def system(
     name: str, about: str, tier: str = "full", workloads: tuple[str, ...] | None = None,
-    envs: bool = True, games: bool = False,
+    envs: bool = True, games: bool = False, frame_stack: bool | None = None,
 ) -> Callable[[Callable[[], Builder]], Callable[[], Builder]]:
     """Register a loader under ``name``; the loader may raise if its package is absent.
 
-    ``envs`` / ``games``: whether it runs single-agent and multi-agent workloads.
+    ``envs`` / ``games``: whether it runs single-agent and multi-agent workloads;
+    ``frame_stack``: whether its builder stacks a workload's frames in the records
+    (fastvec's ``frame_stack``; default: for the ``fastvec-*`` systems); other systems
+    get ``FrameStackObservation`` envs.
     """
+    stacks = name.startswith("fastvec-") if frame_stack is None else frame_stack
     if tier not in TIERS:
         raise ValueError(f"expected tier in {TIERS}, got {tier!r}")
 
     def register(load: Callable[[], Builder]) -> Callable[[], Builder]:
-        SYSTEMS[name] = System(name, about, load, tier, workloads, envs, games)
+        SYSTEMS[name] = System(name, about, load, tier, workloads, envs, games, stacks)
         return load
 
     return register

@@ -17,6 +17,7 @@ ALE's own C++ Pong run only beside the ``pong`` and ``pong-direct`` workloads).
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import gymnasium as gym
 
@@ -92,7 +93,7 @@ def _fastvec_subproc(num_workers: int, batched: bool, local_block: bool = False)
     """
     import fastvec
 
-    def build(env_fns: list[EnvFn]) -> Driver:
+    def build(env_fns: list[EnvFn], **vector_kwargs: Any) -> Driver:
         batch_size = _rows(env_fns) // 2 if batched else None
         vec = fastvec.SubprocVecEnv(
             env_fns,
@@ -100,6 +101,7 @@ def _fastvec_subproc(num_workers: int, batched: bool, local_block: bool = False)
             batch_size=batch_size,
             copy=True,
             local_block=local_block,
+            **vector_kwargs,
         )
         return (RecvSendDriver if batched else VectorDriver)(vec, vec.num_envs)
 
@@ -234,11 +236,11 @@ def _fastvec_ray(inner: str, batched: bool = False) -> Builder:
     """
     import fastvec
 
-    def build(env_fns: list[EnvFn]) -> Driver:
+    def build(env_fns: list[EnvFn], **vector_kwargs: Any) -> Driver:
         batch_size = len(env_fns) // 2 if batched else None
         inner_options = {"num_workers": 1} if inner == "subproc" else None
         vec = fastvec.RayVecEnv(env_fns, num_actors=2, inner=inner, batch_size=batch_size,
-                                copy=True, inner_options=inner_options)
+                                copy=True, inner_options=inner_options, **vector_kwargs)
         return (RecvSendDriver if batched else VectorDriver)(vec, len(env_fns))
 
     return build

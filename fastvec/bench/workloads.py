@@ -28,7 +28,7 @@ from fastvec.bench.envs import (
 )
 from fastvec.bench.games import MULTIAGENT_EXTRA, DuelGame, HeavyDuelGame
 
-__all__ = ["MULTIAGENT_EXTRA", "WORKLOADS", "WORKLOAD_TIERS", "Workload"]
+__all__ = ["MULTIAGENT_EXTRA", "WORKLOADS", "WORKLOAD_TIERS", "Workload", "stacked_env"]
 
 
 WORKLOAD_TIERS = ("quick", "full", "named")
@@ -51,6 +51,7 @@ class Workload:
     requires: tuple[str, ...] = ()
     install: str = ""
     game: bool = False  # make_env returns a PettingZoo game: a row per agent
+    frame_stack: int | None = None  # frames stacked by the vector env (fastvec's option)
 
     @property
     def quick(self) -> bool:
@@ -58,11 +59,22 @@ class Workload:
         return self.tier == "quick"
 
 
-def _atari(name: str, make_env: Callable[[], gym.Env[Any, Any]], about: str) -> Workload:
+def _atari(name: str, make_env: Callable[[], gym.Env[Any, Any]], about: str,
+           frame_stack: int | None = None) -> Workload:
     """A named-only Atari workload of 8 envs, which needs the atari extra."""
     return Workload(name, make_env, f"{about}; needs the atari extra: {ATARI_EXTRA}",
                     num_envs=8, tier="named", requires=("ale_py", "cv2"),
-                    install=ATARI_EXTRA)
+                    install=ATARI_EXTRA, frame_stack=frame_stack)
+
+
+def stacked_env(make_env: Callable[[], gym.Env[Any, Any]], stack_size: int
+                ) -> gym.Env[Any, Any]:
+    """``FrameStackObservation(make_env(), stack_size)``: a frame-stack workload's env for
+    the systems that do not stack frames themselves.
+    """
+    from gymnasium.wrappers import FrameStackObservation
+
+    return FrameStackObservation(make_env(), stack_size)
 
 
 def make_duel() -> Any:
@@ -120,12 +132,13 @@ WORKLOADS: dict[str, Workload] = {
                "noop reset 30) + FrameStackObservation(4): uint8 (4, 84, 84), Discrete(6)"),
         _atari("pong-direct", make_pong_direct,
                "pong as fastvec.atari runs it (bit-identical; the frame loop calls the "
-               "emulator directly)"),
+               "emulator directly; fastvec's systems stack the frames in the records, the "
+               "others get FrameStackObservation)", frame_stack=4),
         _atari("breakout", make_breakout,
                "ALE/Breakout-v5 through pong's Gymnasium pipeline: uint8 (4, 84, 84), "
                "Discrete(4)"),
         _atari("breakout-direct", make_breakout_direct,
-               "breakout as fastvec.atari runs it (bit-identical)"),
+               "breakout as fastvec.atari runs it (bit-identical)", frame_stack=4),
         Workload(
             "duel",
             make_duel,

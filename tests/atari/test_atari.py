@@ -32,8 +32,8 @@ def reference_env(env_id, env_kwargs, stack_size, **options):
     import ale_py
 
     gym.register_envs(ale_py)
-    env = gym.make(env_id, frameskip=1, **env_kwargs)
-    return FrameStackObservation(AtariPreprocessing(env, **options), stack_size)
+    env = AtariPreprocessing(gym.make(env_id, frameskip=1, **env_kwargs), **options)
+    return env if stack_size is None else FrameStackObservation(env, stack_size)
 
 
 def assert_same(ours, theirs, steps, seed, num_envs):
@@ -90,9 +90,9 @@ def test_equal_to_gymnasiums_pipeline(case, mode, backend):
     assert ends > 0, "the run crossed no episode end: resets were not compared"
 
 
-def test_one_env_alone_is_gymnasiums_env():
+def test_one_env_alone_is_gymnasiums_preprocessing():
     ours = PreprocessedAtari("ALE/Pong-v5", {"max_num_frames_per_episode": 300})
-    theirs = reference_env("ALE/Pong-v5", {"max_num_frames_per_episode": 300}, 4)
+    theirs = reference_env("ALE/Pong-v5", {"max_num_frames_per_episode": 300}, None)
     assert ours.observation_space == theirs.observation_space
     assert ours.action_space == theirs.action_space
     a, _ = ours.reset(seed=1)
@@ -112,11 +112,17 @@ def test_one_env_alone_is_gymnasiums_env():
 
 @pytest.mark.parametrize("bad, match", [({"frame_skip": 0}, "frame_skip"),
                                         ({"noop_max": -1}, "noop_max"),
-                                        ({"stack_size": 0}, "stack_size"),
                                         ({"screen_size": (84,)}, "screen_size")])
 def test_bad_options_say_what_was_expected(bad, match):
     with pytest.raises(ValueError, match=match):
         PreprocessedAtari("ALE/Pong-v5", **bad)
+
+
+@pytest.mark.parametrize("bad, match", [({"stack_size": 0}, "stack_size"),
+                                        ({"vector_kwargs": {"frame_stack": 2}}, "stack_size")])
+def test_bad_stacks_are_refused_before_any_env_is_built(bad, match):
+    with pytest.raises(ValueError, match=match):
+        fastvec.atari.make("ALE/Pong-v5", 2, backend="sync", **bad)
 
 
 @pytest.mark.subprocess
