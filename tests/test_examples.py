@@ -288,3 +288,23 @@ def test_selfplay_rollout_pays_each_sample_its_rows_rewards() -> None:
                     assert (roll.rewards[last, row], roll.done[last, row]) == (owed, 1.0)
                     last, closed = None, closed + 1
     assert closed > num_games  # games ended, and each paid its learner row
+
+
+PPO_ATARI = ROOT / "examples" / "ppo_atari.py"
+
+
+@pytest.mark.subprocess
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", [["--vector", "local"], ["--vector", "sync"], ["--envpool"]],
+                         ids=["local", "sync", "envpool"])
+def test_ppo_atari_runs_a_few_updates(flags: list[str]) -> None:
+    pytest.importorskip("ale_py")
+    pytest.importorskip("cv2")
+    if "--envpool" in flags:
+        pytest.importorskip("envpool")
+    ppo = _load(PPO_ATARI, "ppo_atari_under_test")
+    args = ppo.parse_args(["--num-envs", "2", "--num-steps", "16", "--total-timesteps", "64",
+                           "--update-epochs", "1", *flags])
+    result = ppo.train(args)
+    assert result["steps_per_second"] > 0
+    assert 0.0 <= result["env_share"] <= 1.0
