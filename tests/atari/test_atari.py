@@ -176,3 +176,52 @@ def test_equal_to_gymnasiums_pipeline_on_ray(ray_session, restart):
     theirs = gym.vector.SyncVectorEnv(
         [functools.partial(reference_env, env_id, env_kwargs, stack_size, **options)] * 4)
     assert assert_same(ours, theirs, steps=150, seed=11, num_envs=4) > 0
+
+
+class FailingAtari(PreprocessedAtari):
+    """Env 3 of the restart test: raises once, at its 30th step."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 30:
+            raise RuntimeError("env 3 failed on purpose")
+        return super().step(action)
+
+
+@pytest.mark.subprocess
+def test_a_restart_mid_run_leaves_the_other_envs_on_gymnasiums_trajectory():
+    """Env 3's block is rebuilt and reset mid-run: its rows report a truncation and a
+    fresh stack (the reset frame four times); the other envs never notice."""
+    env_id, env_kwargs, options, stack_size = CASES["breakout-lives"]
+    fns = [functools.partial(FailingAtari if i == 3 else PreprocessedAtari, env_id, env_kwargs,
+                             **options) for i in range(6)]
+    ours = fastvec.SubprocVecEnv(fns, num_workers=3, context="fork", frame_stack=stack_size,
+                                 on_worker_failure="restart")
+    theirs = gym.vector.SyncVectorEnv(
+        [functools.partial(reference_env, env_id, env_kwargs, stack_size, **options)] * 6)
+    failed = [2, 3]  # the block of env 3 (6 envs, 3 workers)
+    others = [0, 1, 4, 5]
+    rng = np.random.default_rng(2)
+    try:
+        assert np.array_equal(ours.reset(seed=4)[0], theirs.reset(seed=4)[0])
+        restarted_at = -1
+        for step in range(40):
+            actions = rng.integers(0, 4, 6)
+            got, want = ours.step(actions), theirs.step(actions)
+            for name, x, y in zip(("obs", "rewards", "terminations", "truncations"),
+                                  got[:4], want[:4], strict=True):
+                assert np.array_equal(x[others], y[others]), f"step {step}: {name}"
+            if "worker_restarted" in got[4]:  # env 3's 30th step (resets are not steps)
+                restarted_at = step
+                assert list(np.flatnonzero(got[4]["_worker_restarted"])) == failed
+                assert got[3][failed].all()
+                for i in failed:
+                    assert all(np.array_equal(frame, got[0][i][-1]) for frame in got[0][i])
+        assert ours.total_restarts == 1 and 29 <= restarted_at < 40
+    finally:
+        ours.close()
+        theirs.close()
