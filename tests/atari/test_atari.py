@@ -50,7 +50,16 @@ def assert_same(ours, theirs, steps, seed, num_envs):
             for name, x, y in zip(("obs", "rewards", "terminations", "truncations"),
                                   got[:4], want[:4], strict=True):
                 assert np.array_equal(x, y), f"step {step}: {name}"
-            ends += int(np.sum(want[2] | want[3]))
+            done = want[2] | want[3]
+            ends += int(np.sum(done))
+            if "final_obs" in want[4]:  # SAME_STEP: the stacked last observation
+                assert np.array_equal(got[4]["_final_obs"], want[4]["_final_obs"]), step
+                for i in np.flatnonzero(want[4]["_final_obs"]):
+                    assert np.array_equal(got[4]["final_obs"][i], want[4]["final_obs"][i])
+            if theirs.metadata["autoreset_mode"].value == "Disabled" and done.any():
+                a, _ = ours.reset(options={"reset_mask": done.copy()})
+                b, _ = theirs.reset(options={"reset_mask": done.copy()})
+                assert np.array_equal(a, b), f"partial reset after step {step}"
         return ends
     finally:
         ours.close()
@@ -70,7 +79,7 @@ CASES = {
 
 @pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("mode", ["NextStep", "SameStep"])
+@pytest.mark.parametrize("mode", ["NextStep", "SameStep", "Disabled"])
 @pytest.mark.parametrize("case", list(CASES))
 def test_equal_to_gymnasiums_pipeline(case, mode, backend):
     env_id, env_kwargs, options, stack_size = CASES[case]
