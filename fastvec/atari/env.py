@@ -4,8 +4,10 @@ Gymnasium's pipeline steps the emulator through its wrapper stack once per frame
 four ``AtariEnv.step`` calls per agent step, each copying an RGB screen nobody
 looks at, then the max-pool and the resize.  Here the loop calls ``ale.act``
 itself, reads the two screens that are pooled straight into two preallocated
-buffers (``getScreenGrayscale``), and pools and resizes them into a new frame
-(OpenCV's ``INTER_AREA``, as ``AtariPreprocessing`` does).  Resets (seeding,
+buffers (``getScreenGrayscale``), and pools and resizes them into a new frame in
+one compiled pass (``fastvec._kernels.resize``: the bytes of OpenCV's
+``INTER_AREA``, as ``AtariPreprocessing`` resizes, checked against the installed
+OpenCV when the env is made; OpenCV itself where they would differ).  Resets (seeding,
 no-ops) go through Gymnasium's own ``AtariEnv``, so the same seeds and actions
 give the same observations, rewards, terminations and truncations, sticky
 actions included.  The frames are stacked by the vector env (its ``frame_stack``
@@ -19,6 +21,8 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
+
+from fastvec._kernels.resize import AreaResize
 
 __all__ = ["PreprocessedAtari"]
 
@@ -34,6 +38,23 @@ def _screen_size(screen_size: int | tuple[int, int]) -> tuple[int, int]:
         return screen_size
     raise ValueError(f"expected screen_size to be a positive int or a pair of them, "
                      f"got {screen_size!r}")
+
+
+def compiled_area_resize(screen: tuple[int, ...], frame: tuple[int, ...], cv2: Any
+                         ) -> AreaResize | None:
+    """The compiled ``INTER_AREA`` resize from ``screen`` to ``frame`` shapes, if it gives
+    the installed OpenCV's bytes (checked once on a random screen); else None (cv2).
+    """
+    channels = screen[2] if len(screen) == 3 else 1
+    try:
+        area = AreaResize(screen[0], screen[1], frame[0], frame[1], channels)
+    except ValueError:  # a size OpenCV resizes another way (an upscale)
+        return None
+    image = np.random.default_rng(0).integers(0, 256, screen, dtype=np.uint8)
+    ours = np.empty(frame, dtype=np.uint8)
+    area.resize(image, ours)
+    theirs = cv2.resize(image, (frame[1], frame[0]), interpolation=cv2.INTER_AREA)
+    return area if np.array_equal(ours, theirs.reshape(frame)) else None
 
 
 class PreprocessedAtari(gym.Env):
@@ -69,12 +90,11 @@ class PreprocessedAtari(gym.Env):
         self.action_set = list(atari._action_set)
         self.noop_max, self.frame_skip = noop_max, frame_skip
         self.terminal_on_life_loss, self.grayscale_obs = terminal_on_life_loss, grayscale_obs
-        self.resize = cv2.resize
-        self.area = cv2.INTER_AREA
         height, width = self.ale.getScreenDims()
         screen = (height, width) if grayscale_obs else (height, width, 3)
         self.screens = np.zeros((2, *screen), dtype=np.uint8)  # the two frames pooled
         self.frame_shape = (self.size[1], self.size[0], *screen[2:])
+        self.area = compiled_area_resize(screen, self.frame_shape, cv2)
         self.observation_space = spaces.Box(0, 255, self.frame_shape, np.uint8)
         self.action_space = self.inner.action_space
         self.metadata = self.inner.metadata
@@ -90,11 +110,15 @@ class PreprocessedAtari(gym.Env):
 
     def _frame(self) -> np.ndarray:
         """The two screens pooled and resized, into a new array."""
-        screens = self.screens
-        if self.frame_skip > 1:
-            np.maximum(screens[0], screens[1], out=screens[0])
-        frame = np.empty(self.frame_shape, dtype=np.uint8)
-        self.resize(screens[0], self.size, dst=frame, interpolation=self.area)
+        screens, frame = self.screens, np.empty(self.frame_shape, dtype=np.uint8)
+        if self.frame_skip > 1:  # in place, as AtariPreprocessing: a step that ends before
+            np.maximum(screens[0], screens[1], out=screens[0])  # its last frame reuses it
+        if self.area is not None:
+            self.area.resize(screens[0], frame)
+        else:
+            import cv2
+
+            cv2.resize(screens[0], self.size, dst=frame, interpolation=cv2.INTER_AREA)
         return frame
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None

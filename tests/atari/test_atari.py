@@ -234,3 +234,22 @@ def test_a_restart_mid_run_leaves_the_other_envs_on_gymnasiums_trajectory():
     finally:
         ours.close()
         theirs.close()
+
+
+def test_the_compiled_resize_is_used_only_where_it_gives_opencvs_bytes():
+    import cv2
+
+    from fastvec.atari.env import compiled_area_resize
+
+    assert compiled_area_resize((210, 160), (84, 84), cv2) is not None
+    assert compiled_area_resize((210, 160, 3), (48, 64, 3), cv2) is not None
+    assert compiled_area_resize((84, 84), (210, 160), cv2) is None  # an upscale
+
+    class OtherOpenCV:  # an OpenCV whose INTER_AREA rounds another way
+        INTER_AREA = cv2.INTER_AREA
+
+        @staticmethod
+        def resize(image, size, interpolation):
+            return cv2.resize(image, size, interpolation=interpolation) ^ 1
+
+    assert compiled_area_resize((210, 160), (84, 84), OtherOpenCV) is None
