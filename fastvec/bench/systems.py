@@ -11,7 +11,7 @@ and one ``send()`` of the batch received.
 Tiers: ``quick`` systems run by default, ``full`` ones with ``--full``, ``named``
 ones (the many-worker variants, heavy on a small machine) only when named in
 ``--systems``.  A system given ``workloads=`` runs only on those (EnvPool's and
-ALE's own C++ Pong run only beside the ``pong`` and ``pong-direct`` workloads).
+ALE's own C++ Atari run only beside the Atari workloads).
 """
 
 from __future__ import annotations

@@ -36,17 +36,18 @@ def test_pong_without_ale_py_is_skipped_with_the_reason(monkeypatch) -> None:
     assert reason in report.format_table(cells)
 
 
-def test_envpool_runs_only_on_pong(monkeypatch, capsys) -> None:
-    for peer in ("envpool", "ale-vector"):  # their own C++ Pong, beside both pong workloads
-        assert systems.SYSTEMS[peer].workloads == ("pong", "pong-direct")
+def test_envpool_runs_only_on_atari(monkeypatch, capsys) -> None:
+    for peer in ("envpool", "ale-vector"):  # their own C++ Atari, beside the Atari workloads
+        assert systems.SYSTEMS[peer].workloads == ("pong", "pong-direct", "breakout",
+                                                   "breakout-direct")
     assert not systems.SYSTEMS["envpool"].runs_on("info")
     assert systems.SYSTEMS["plain"].runs_on("pong")
     monkeypatch.setattr(cli, "_run_child", lambda s, w, a: {"rate": 1.0})
     monkeypatch.setattr(cli, "unavailable_reason", lambda name: None)
     cells = cli.run(cli.parse_args(["--workloads=info", "--systems=plain,envpool"]))
     assert set(cells) == {("info", "plain")}
-    assert "note: envpool runs only on pong, pong-direct, which is not selected" in \
-        capsys.readouterr().out
+    assert "note: envpool runs only on pong, pong-direct, breakout, breakout-direct, which is " \
+        "not selected" in capsys.readouterr().out
     with pytest.raises(ValueError, match="runs only on pong"):
         cli.measure("envpool", "info", seconds=0.01, warmup=0.0, seed=0)
 
