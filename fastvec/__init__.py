@@ -38,6 +38,7 @@ try:
         flatten,
         games,
         infos,
+        resize,
         rows,
         stacking,
         stepping,
