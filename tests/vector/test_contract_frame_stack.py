@@ -24,7 +24,6 @@ from tests.support import backends, internals
 from tests.support.compare import check_attributes, run_parity
 from tests.support.envs import SyntheticEnv
 from tests.support.faulty import RaisingEnv
-from tests.support.games import RelayGame
 
 pytestmark = pytest.mark.fastvec_only
 
@@ -121,6 +120,9 @@ def test_spaces_without_records_and_games_are_refused() -> None:
 
     with pytest.raises(ValueError, match="frame_stack keeps frames in the record"):
         fastvec.SyncVecEnv([TextEnv], frame_stack=2)
+    pytest.importorskip("pettingzoo")
+    from tests.support.games import RelayGame
+
     with pytest.raises(ValueError, match="single-agent envs"):
         fastvec.SyncVecEnv([RelayGame], frame_stack=2)
 
