@@ -372,11 +372,26 @@ cdef object _leaf_target(dict node, object key, cnp.ndarray view, Py_ssize_t num
     return known
 
 
+cdef int _write_rows(cnp.ndarray target, cnp.ndarray view, Py_ssize_t start,
+                     Py_ssize_t num_envs) except -1:
+    """``target[start:start + len(view)] = view``: one ``memmove`` for plain contiguous bytes."""
+    cdef Py_ssize_t size = cnp.PyArray_DIM(view, 0)
+    if start < 0 or start + size > num_envs:
+        raise IndexError(f"block rows {start}..{start + size} out of [0, {num_envs})")
+    if (cnp.PyArray_IS_C_CONTIGUOUS(target) and cnp.PyArray_IS_C_CONTIGUOUS(view)
+            and _plain_bytes(cnp.PyArray_TYPE(target))):
+        memmove(cnp.PyArray_BYTES(target) + start * cnp.PyArray_STRIDE(target, 0),
+                cnp.PyArray_DATA(view), cnp.PyArray_NBYTES(view))
+    else:
+        target[start:start + size] = view
+    return 0
+
+
 cdef int _merge_block(dict out, tuple paths, list views, Py_ssize_t start,
                       Py_ssize_t num_envs) except -1:
     """Copy a batched block's leaves (rows ``start:start + size``) into ``out``."""
-    cdef Py_ssize_t j, k, size
-    cdef cnp.ndarray view, target
+    cdef Py_ssize_t j, k
+    cdef cnp.ndarray view
     cdef dict node
     for j in range(len(paths)):
         path = <tuple>paths[j]
@@ -390,23 +405,14 @@ cdef int _merge_block(dict out, tuple paths, list views, Py_ssize_t start,
             elif type(sub) is not dict:
                 raise BlocksDisagree(path[k])
             node = <dict>sub
-        target = <cnp.ndarray>_leaf_target(node, path[len(path) - 1], view, num_envs)
-        size = cnp.PyArray_DIM(view, 0)
-        if start < 0 or start + size > num_envs:
-            raise IndexError(f"block rows {start}..{start + size} out of [0, {num_envs})")
-        if (cnp.PyArray_IS_C_CONTIGUOUS(target) and cnp.PyArray_IS_C_CONTIGUOUS(view)
-                and _plain_bytes(cnp.PyArray_TYPE(target))):
-            memmove(cnp.PyArray_BYTES(target) + start * cnp.PyArray_STRIDE(target, 0),
-                    cnp.PyArray_DATA(view), cnp.PyArray_NBYTES(view))
-        else:
-            target[start:start + size] = view
+        _write_rows(<cnp.ndarray>_leaf_target(node, path[len(path) - 1], view, num_envs),
+                    view, start, num_envs)
     return 0
 
 
 cdef int _merge_dict(dict out, dict batched, Py_ssize_t start, Py_ssize_t num_envs) except -1:
     """Copy a batched info dict (rows ``start:start + size``) into ``out``, key by key."""
-    cdef cnp.ndarray view, target
-    cdef Py_ssize_t size
+    cdef cnp.ndarray view
     for key, value in batched.items():
         if type(value) is dict:
             sub = out.get(key, _MISSING)
@@ -420,16 +426,7 @@ cdef int _merge_dict(dict out, dict batched, Py_ssize_t start, Py_ssize_t num_en
         if type(value) is not cnp.ndarray:
             raise BlocksDisagree(key)
         view = <cnp.ndarray>value
-        target = <cnp.ndarray>_leaf_target(out, key, view, num_envs)
-        size = cnp.PyArray_DIM(view, 0)
-        if start < 0 or start + size > num_envs:
-            raise IndexError(f"block rows {start}..{start + size} out of [0, {num_envs})")
-        if (cnp.PyArray_IS_C_CONTIGUOUS(target) and cnp.PyArray_IS_C_CONTIGUOUS(view)
-                and _plain_bytes(cnp.PyArray_TYPE(target))):
-            memmove(cnp.PyArray_BYTES(target) + start * cnp.PyArray_STRIDE(target, 0),
-                    cnp.PyArray_DATA(view), cnp.PyArray_NBYTES(view))
-        else:
-            target[start:start + size] = view
+        _write_rows(<cnp.ndarray>_leaf_target(out, key, view, num_envs), view, start, num_envs)
     return 0
 
 

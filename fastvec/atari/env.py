@@ -94,6 +94,7 @@ class PreprocessedAtari(gym.Env):
         screen = (height, width) if grayscale_obs else (height, width, 3)
         self.screens = np.zeros((2, *screen), dtype=np.uint8)  # the two frames pooled
         self.frame_shape = (self.size[1], self.size[0], *screen[2:])
+        self.cv2 = cv2  # resizes where the compiled resize would give other bytes
         self.area = compiled_area_resize(screen, self.frame_shape, cv2)
         self.observation_space = spaces.Box(0, 255, self.frame_shape, np.uint8)
         self.action_space = self.inner.action_space
@@ -116,9 +117,7 @@ class PreprocessedAtari(gym.Env):
         if self.area is not None:
             self.area.resize(screens[0], frame)
         else:
-            import cv2
-
-            cv2.resize(screens[0], self.size, dst=frame, interpolation=cv2.INTER_AREA)
+            self.cv2.resize(screens[0], self.size, dst=frame, interpolation=self.cv2.INTER_AREA)
         return frame
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None

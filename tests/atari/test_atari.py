@@ -12,13 +12,13 @@ from __future__ import annotations
 
 import functools
 
-import gymnasium as gym
-import numpy as np
 import pytest
 
 pytest.importorskip("ale_py")
 pytest.importorskip("cv2")
 
+import gymnasium as gym  # noqa: E402
+import numpy as np  # noqa: E402
 from gymnasium.wrappers import AtariPreprocessing, FrameStackObservation  # noqa: E402
 
 import fastvec.atari  # noqa: E402
