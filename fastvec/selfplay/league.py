@@ -1,0 +1,410 @@
+"""The league: who plays each game of a vector env of games, and what it learns from them.
+
+Each game is either pure self-play (the learner in every seat: every seat makes
+training samples) or the learner in one seat against an opponent drawn from the
+pool in the others.  When a game ends it is judged (from the rewards its rows
+got over the game), ratings and running win rates move, and the game gets a new
+assignment: the learner's seat moves on by one, and the kind of game and the
+opponent are drawn again.  The trainer drives it with a few calls::
+
+    league = League.from_env(envs, opponents={"random": RandomPlayer(seed=0)}, seed=0)
+    obs, infos = envs.reset(seed=0)
+    while training:
+        groups = league.policy_rows(infos["active"])       # policy id -> rows
+        rest = league.act_fixed(obs, groups, actions)      # fixed opponents move
+        for policy, rows in rest.items():                  # the learner, snapshots
+            actions[rows] = forward(weights[policy], obs, rows)
+        obs, rewards, terminations, truncations, infos = envs.step(actions)
+        league.update(rewards, terminations, truncations, infos)
+        if league.snapshot_due:
+            weights[league.add_snapshot()] = copy_of_the_learner()
+        for policy in league.pop_retired():
+            del weights[policy]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from fastvec.selfplay.players import Act, call_player
+from fastvec.selfplay.pool import EVICTION_RULES, LEARNER, Entry, Pool
+from fastvec.selfplay.ratings import elo_update
+from fastvec.selfplay.sampling import (
+    Sampling,
+    parse_sampling,
+    sampling_from_state,
+    sampling_state,
+)
+from fastvec.selfplay.seats import RESULTS, Seats, judge
+
+__all__ = ["RESULTS", "SHARES", "League", "Outcome"]
+
+SCORES = {"win": 1.0, "draw": 0.5, "loss": 0.0}
+SHARES = ("self_play", "snapshots", "fixed")
+"""The kinds of games: pure self-play, against a snapshot, against a fixed opponent."""
+
+
+class Outcome(NamedTuple):
+    """A finished game, from the learner's point of view (self-play: from seat 0's)."""
+
+    game: int
+    opponent: str  # LEARNER for a self-play game
+    learner_seat: int
+    result: str  # one of RESULTS
+    learner_return: float
+
+
+def parse_shares(shares: Mapping[str, float]) -> dict[str, float]:
+    """The share of each kind of game; they must add up to 1."""
+    unknown = set(shares) - set(SHARES)
+    values = {kind: float(shares.get(kind, 0.0)) for kind in SHARES}
+    if unknown or any(not 0.0 <= v <= 1.0 for v in values.values()) \
+            or abs(sum(values.values()) - 1.0) > 1e-9:
+        raise ValueError(f"expected shares of {SHARES} between 0 and 1 that add up to 1, got "
+                         f"{dict(shares)} (sum {sum(values.values()):g})")
+    return values
+
+
+class League:
+    """Seats of every game for the learner and its opponents, a rated pool, triggers.
+
+    Args:
+        game_of_row, seat_of_row: The rows' games and seats (``League.from_env(envs)``
+            takes them from a vector env of games).
+        opponents: Fixed training opponents, ``{id: act}`` (``act(observation,
+            action_mask) -> actions``), registered before the first games are drawn.
+        anchors: Evaluation-only opponents, ``{id: act}`` (see :meth:`add_anchor`).
+        shares: The share of new games of each kind, ``"self_play"``, ``"snapshots"``,
+            ``"fixed"``; they must add up to 1.  A kind with nobody to draw (no
+            snapshot yet) gives its games to self-play.
+        sampling: How an opponent is drawn within its kind: ``"pfsp"``, ``"uniform"``,
+            ``"recency"``, or a :class:`PFSP`, :class:`Uniform`, :class:`Recency`.
+        snapshot_every: Learner steps (moves of the learner) between snapshots; None: off.
+        snapshot_win_rate: Snapshot when the learner's score against its opponents since
+            the last snapshot (wins plus half the draws, per game) reaches this ...
+        snapshot_min_games: ... over at least this many games.  None: off.
+        max_snapshots: Snapshots kept in the pool; beyond, one is evicted by ``eviction``.
+        eviction: ``"oldest"`` or ``"weakest"`` (lowest rating); never the newest.
+        elo_k: The Elo K factor of every rated game.
+        initial_rating: The rating of the learner and of new fixed opponents and anchors;
+            a snapshot starts with the learner's rating.
+        win_rate_window: Games over which running win rates average (PFSP).
+        seed: Seed of the draws; the same seed gives the same draws.
+    """
+
+    def __init__(self, game_of_row: Any, seat_of_row: Any, *,
+                 opponents: Mapping[str, Act] | None = None,
+                 anchors: Mapping[str, Act] | None = None,
+                 shares: Mapping[str, float] | None = None,
+                 sampling: Sampling | str = "pfsp",
+                 snapshot_every: int | None = 50_000,
+                 snapshot_win_rate: float | None = None,
+                 snapshot_min_games: int = 200,
+                 max_snapshots: int | None = 20,
+                 eviction: str = "oldest",
+                 elo_k: float = 16.0,
+                 initial_rating: float = 1000.0,
+                 win_rate_window: int = 100,
+                 seed: int | None = None) -> None:
+        self.seats = Seats(game_of_row, seat_of_row)
+        self.shares = parse_shares(shares if shares is not None
+                                   else {"self_play": 0.5, "snapshots": 0.5})
+        self.sampling = parse_sampling(sampling)
+        for name, value in (("snapshot_every", snapshot_every),
+                            ("snapshot_min_games", snapshot_min_games),
+                            ("max_snapshots", max_snapshots),
+                            ("win_rate_window", win_rate_window)):
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
+                                      or value < 1):
+                raise ValueError(f"expected {name} to be a positive int, got {value!r}")
+        if snapshot_win_rate is not None and not 0.0 < snapshot_win_rate <= 1.0:
+            raise ValueError(f"expected 0 < snapshot_win_rate <= 1, got {snapshot_win_rate!r}")
+        if eviction not in EVICTION_RULES:
+            raise ValueError(f"expected eviction in {EVICTION_RULES}, got {eviction!r}")
+        if not elo_k > 0:
+            raise ValueError(f"expected a positive elo_k, got {elo_k!r}")
+        self.snapshot_every, self.snapshot_win_rate = snapshot_every, snapshot_win_rate
+        self.snapshot_min_games, self.max_snapshots = snapshot_min_games, max_snapshots
+        self.eviction, self.elo_k, self.initial_rating = eviction, float(elo_k), initial_rating
+        self.win_rate_window = win_rate_window
+        self.rng = np.random.default_rng(seed)
+        self.pool = Pool()
+        self.learner_rating = float(initial_rating)
+        self.learner_steps = self.games = self.snapshots_taken = 0
+        self.since_snapshot = {"steps": 0, "games": 0, "score": 0.0}
+        self.history: list[dict[str, Any]] = []
+        self.evaluations: list[dict[str, Any]] = []
+        for policy, act in (opponents or {}).items():
+            self.add_opponent(policy, act)
+        for policy, act in (anchors or {}).items():
+            self.add_anchor(policy, act)
+        self.learner_seat = np.arange(self.seats.num_games, dtype=np.int64) % self.seats.num_seats
+        for game in range(self.seats.num_games):
+            self._assign(game)
+        self.seats.regroup()
+
+    @classmethod
+    def from_env(cls, envs: Any, **kwargs: Any) -> League:
+        """A league over the games of a vector env (its ``game_of_row``, ``seat_of_row``)."""
+        return cls(envs.game_of_row, envs.seat_of_row, **kwargs)
+
+    # -- the pool ------------------------------------------------------------------
+
+    def add_opponent(self, policy: str, act: Act, *, weight: float = 1.0,
+                     rating: float | None = None) -> None:
+        """Register a fixed training opponent, drawn for the ``"fixed"`` share of games."""
+        self._add_player(policy, "fixed", act, weight, rating, train=True)
+
+    def add_anchor(self, policy: str, act: Act, *, train: bool = False,
+                   rating: float | None = None) -> None:
+        """Register an evaluation anchor: played by :meth:`evaluate`; drawn for training
+        games (with the fixed opponents) only if ``train``."""
+        self._add_player(policy, "anchor", act, 1.0, rating, train=train)
+
+    def add_snapshot(self, policy: str | None = None) -> str:
+        """Add a frozen snapshot of the learner to the pool; returns its id.
+
+        It starts with the learner's rating and a running win rate of one half; the
+        trigger counters start again; a snapshot beyond ``max_snapshots`` is evicted
+        (it retires when its games end: :meth:`pop_retired`).
+        """
+        policy = f"snapshot-{self.snapshots_taken + 1}" if policy is None else policy
+        self.pool.add(policy, "snapshot", rating=self.learner_rating, created=self.learner_steps)
+        self.snapshots_taken += 1
+        self.since_snapshot = {"steps": 0, "games": 0, "score": 0.0}
+        self.pool.evict(self.max_snapshots, self.eviction, keep=policy)
+        self.record()
+        return policy
+
+    def remove(self, policy: str) -> None:
+        """Take an entry out of the pool: no new game draws it; the games it plays go
+        on to their end, then it retires (:meth:`pop_retired`)."""
+        self.pool.remove(policy)
+
+    def pop_retired(self) -> list[str]:
+        """Entries removed or evicted whose last game is over, since the last call: the
+        trainer can drop their weights."""
+        return self.pool.pop_retired()
+
+    def entry(self, policy: str) -> Entry:
+        """The pool entry of ``policy`` (its kind, rating, record); unknown ids raise."""
+        return self.pool.get(policy)
+
+    @property
+    def pool_ids(self) -> tuple[str, ...]:
+        """The ids that new training games may draw, in the order they joined."""
+        return tuple(e.id for e in self.pool.drawable(("snapshot", "fixed", "anchor")))
+
+    @property
+    def anchors(self) -> dict[str, Act]:
+        """The evaluation anchors by id."""
+        return {e.id: e.act for e in self.pool if e.kind == "anchor" and e.act is not None}
+
+    # -- who plays which rows ------------------------------------------------------
+
+    def policy_rows(self, where: Any = None, env_ids: Any = None) -> dict[str, np.ndarray]:
+        """Each policy that acts now (the learner first) with its rows' positions.
+
+        Positions index the batch: they are rows unless ``env_ids`` (an async batch's)
+        is given.  Only rows where ``where`` (e.g. ``infos["active"]``) is True count.
+        The learner's positions count as its learner steps: call this once per step.
+        """
+        groups = self.seats.groups(where, env_ids)
+        named = {self._name(code): positions for code, positions in groups.items()}
+        learner = named.get(LEARNER)
+        if learner is not None:
+            self.learner_steps += learner.size
+            self.since_snapshot["steps"] += learner.size
+        return named
+
+    def rows_of(self, policy: str, where: Any = None, env_ids: Any = None) -> np.ndarray:
+        """The positions of the rows ``policy`` plays now (see :meth:`policy_rows`)."""
+        code = 0 if policy == LEARNER else self.pool.get(policy).code
+        return self.seats.groups(where, env_ids).get(code, np.empty(0, dtype=np.int64))
+
+    def act_fixed(self, obs: Any, groups: Mapping[str, np.ndarray],
+                  actions: np.ndarray) -> dict[str, np.ndarray]:
+        """Write the moves of fixed opponents and anchors in ``groups`` into ``actions``;
+        return the other groups (the learner's and the snapshots'), for the trainer."""
+        rest = {}
+        for policy, positions in groups.items():
+            act = None if policy == LEARNER else self.pool.get(policy).act
+            if act is None:
+                rest[policy] = positions
+            else:
+                actions[positions] = call_player(policy, act, obs, positions)
+        return rest
+
+    @property
+    def opponents(self) -> tuple[str, ...]:
+        """The opponent of each game now (:data:`LEARNER` for self-play games)."""
+        return tuple(self._name(int(self._opponent_code(g))) for g in range(self.seats.num_games))
+
+    # -- the end of games ----------------------------------------------------------
+
+    def update(self, rewards: Any, terminations: Any, truncations: Any,
+               infos: Mapping[str, Any], env_ids: Any = None) -> list[Outcome]:
+        """Take in one step's results (of an async batch: with its ``env_ids``); judge,
+        rate and reassign the games that ended in it.  Returns them, in game order."""
+        ended = self.seats.ended(rewards, terminations, truncations, infos, env_ids)
+        outcomes = [self._finish(int(game)) for game in ended]
+        if outcomes:
+            self.seats.regroup()
+        return outcomes
+
+    def reset(self) -> None:
+        """Forget the rewards of the games in progress (call it with ``envs.reset()``:
+        those games are not judged); the assignments stay."""
+        self.seats.returns[:] = 0.0
+
+    @property
+    def snapshot_due(self) -> bool:
+        """A snapshot trigger fired: ``snapshot_every`` learner steps since the last one,
+        or the score threshold reached over ``snapshot_min_games`` games."""
+        since = self.since_snapshot
+        by_steps = self.snapshot_every is not None and since["steps"] >= self.snapshot_every
+        by_score = (self.snapshot_win_rate is not None
+                    and since["games"] >= self.snapshot_min_games
+                    and since["score"] >= self.snapshot_win_rate * since["games"])
+        return by_steps or by_score
+
+    # -- ratings -------------------------------------------------------------------
+
+    def ratings(self) -> dict[str, float]:
+        """The learner's rating and every entry's (retired ones included)."""
+        return {LEARNER: self.learner_rating, **{e.id: e.rating for e in self.pool}}
+
+    def record(self) -> None:
+        """Add a point to :attr:`history` (done at every snapshot): learner steps, games,
+        ratings."""
+        self.history.append({"learner_steps": self.learner_steps, "games": self.games,
+                             "ratings": self.ratings()})
+
+    def totals(self) -> dict[str, dict[str, int]]:
+        """The learner's wins, draws and losses against each entry that it played."""
+        return {e.id: {"win": e.wins, "draw": e.draws, "loss": e.losses}
+                for e in self.pool if e.games}
+
+    def table(self) -> str:
+        """The ratings as a text table, best first, with the learner's record."""
+        lines = [f"{'policy':<16} {'kind':<8} {'rating':>7} {'games':>7} {'win':>6} "
+                 f"{'draw':>6} {'loss':>6} {'win rate':>8}  status",
+                 f"{LEARNER:<16} {'learner':<8} {self.learner_rating:7.0f}"]
+        for e in sorted(self.pool, key=lambda e: -e.rating):
+            status = "in pool" if e.in_pool and e.train else "retired" if not e.in_pool \
+                else "eval only"
+            lines.append(f"{e.id:<16} {e.kind:<8} {e.rating:7.0f} {e.games:7d} {e.wins:6d} "
+                         f"{e.draws:6d} {e.losses:6d} {e.win_rate:8.2f}  {status}")
+        return "\n".join(lines)
+
+    # -- evaluation ----------------------------------------------------------------
+
+    def evaluate(self, envs: Any, policy: Act, games: int, *, anchors: Any = None,
+                 seats: str | int = "both", seed: int | None = None) -> dict[str, Any]:
+        """Play ``policy`` against anchors (all registered ones, or those ids) on
+        ``envs``; the results go into :attr:`evaluations` and are returned, by anchor id.
+        See :func:`fastvec.selfplay.evaluate`."""
+        from fastvec.selfplay.evaluation import evaluate
+
+        chosen = self.anchors if anchors is None else \
+            {p: self._player(p) for p in anchors}
+        results = evaluate(envs, policy, chosen, games, seats=seats, seed=seed)
+        self.evaluations.append({"learner_steps": self.learner_steps,
+                                 "results": {p: r.counts.tolist() for p, r in results.items()}})
+        return results
+
+    # -- state ---------------------------------------------------------------------
+
+    def state_dict(self) -> dict[str, Any]:
+        """Everything the league knows, as plain data (JSON-able); callables left out."""
+        from fastvec.selfplay.state import league_state
+
+        return league_state(self)
+
+    def load_state_dict(self, state: Mapping[str, Any],
+                        players: Mapping[str, Act] | None = None) -> None:
+        """Take back a :meth:`state_dict`; ``players`` gives the callables of its fixed
+        opponents and anchors, by id."""
+        from fastvec.selfplay.state import load_league_state
+
+        load_league_state(self, state, players or {})
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write :meth:`state_dict` to a JSON file."""
+        with open(path, "w") as file:
+            json.dump(self.state_dict(), file)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str],
+             players: Mapping[str, Act] | None = None) -> League:
+        """A league as :meth:`save` wrote it; ``players``: callables by id."""
+        with open(path) as file:
+            state = json.load(file)
+        league = cls(state["game_of_row"], state["seat_of_row"],
+                     sampling=sampling_from_state(state["sampling"]))
+        league.load_state_dict(state, players)
+        return league
+
+    # -- internals -----------------------------------------------------------------
+
+    def _add_player(self, policy: str, kind: str, act: Act, weight: float,
+                    rating: float | None, train: bool) -> None:
+        if not callable(act):
+            raise ValueError(f"expected a callable act(observation, action_mask) -> actions "
+                             f"for {policy!r}, got {act!r}")
+        if not weight > 0:
+            raise ValueError(f"expected a positive weight, got {weight!r}")
+        self.pool.add(policy, kind, act=act, weight=float(weight), train=train,
+                      rating=self.initial_rating if rating is None else float(rating),
+                      created=self.learner_steps)
+
+    def _player(self, policy: str) -> Act:
+        act = self.pool.get(policy).act
+        if act is None:
+            raise ValueError(f"{policy!r} is a snapshot or retired: it has no callable to play")
+        return act
+
+    def _name(self, code: int) -> str:
+        return LEARNER if code == 0 else self.pool.by_code(code).id
+
+    def _opponent_code(self, game: int) -> int:
+        codes = self.seats.code[game]
+        return int(codes.max())  # 0 (the learner) in every seat of a self-play game
+
+    def _assign(self, game: int) -> None:
+        """Draw the kind of the game that starts in ``game``, and its opponent."""
+        kinds = {"snapshots": ("snapshot",), "fixed": ("fixed", "anchor")}
+        p = np.array([self.shares[k] for k in SHARES])
+        kind = SHARES[int(self.rng.choice(len(SHARES), p=p / p.sum()))]
+        entries = self.pool.drawable(kinds[kind]) if kind != "self_play" else []
+        codes = self.seats.code[game]
+        codes[:] = 0
+        if entries:
+            weights = self.sampling.weights(entries)
+            entry = entries[int(self.rng.choice(len(entries), p=weights / weights.sum()))]
+            codes[:] = entry.code
+            codes[self.learner_seat[game]] = 0
+            entry.playing += 1
+
+    def _finish(self, game: int) -> Outcome:
+        returns = self.seats.take_returns(game)
+        opponent = self._opponent_code(game)
+        seat = int(self.learner_seat[game]) if opponent else 0
+        result, mine = judge(returns, seat), float(returns[seat])
+        if opponent:
+            entry = self.pool.by_code(opponent)
+            entry.record(SCORES[result], self.win_rate_window)
+            self.learner_rating, entry.rating = elo_update(
+                self.learner_rating, entry.rating, SCORES[result], self.elo_k)
+            self.since_snapshot["games"] += 1
+            self.since_snapshot["score"] += SCORES[result]
+            self.pool.game_over(opponent)
+        self.games += 1
+        self.learner_seat[game] = (self.learner_seat[game] + 1) % self.seats.num_seats
+        self._assign(game)
+        return Outcome(game, self._name(opponent), seat, result, mine)
