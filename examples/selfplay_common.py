@@ -164,12 +164,21 @@ class Rollout:
                    torch.zeros(shape), torch.zeros(shape), torch.zeros(shape, dtype=torch.bool))
 
 
-def sample_moves(logits: torch.Tensor,
-                 generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """A move per row from masked logits (the Gumbel-max trick) and its log-probability."""
-    noise = torch.rand(logits.shape, generator=generator).clamp_(1e-12, 1.0)
-    actions = (logits - torch.log(-torch.log(noise))).argmax(1)
-    logprobs = torch.log_softmax(logits, 1).gather(1, actions.unsqueeze(1)).squeeze(1)
+def sample_moves(logits: torch.Tensor, generator: torch.Generator,
+                 explore: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+    """A move per row from masked logits and its log-probability.
+
+    With ``explore`` > 0 the move comes from the mixture ``(1 - explore) * policy +
+    explore * uniform over legal moves``, and the log-probability is the mixture's: PPO's
+    ratio then weighs it as an off-policy sample (an exploratory move that turns out
+    well is reinforced; one that turns out badly is clipped away).
+    """
+    probs = torch.softmax(logits, 1)
+    if explore > 0:
+        legal = (logits > -1e8).float()
+        probs = (1 - explore) * probs + explore * legal / legal.sum(1, keepdim=True)
+    actions = torch.multinomial(probs, 1, generator=generator).squeeze(1)
+    logprobs = probs.gather(1, actions.unsqueeze(1)).squeeze(1).clamp_min(1e-30).log()
     return actions, logprobs
 
 
@@ -200,7 +209,8 @@ class Openings:
 
 def collect(envs: Any, league: League, agent: nn.Module, snapshots: dict[str, nn.Module],
             roll: Rollout, obs: dict, infos: dict, generator: torch.Generator,
-            clock: dict[str, float], openings: Openings | None = None) -> tuple[dict, dict, int]:
+            clock: dict[str, float], openings: Openings | None = None,
+            explore: float = 0.0) -> tuple[dict, dict, int]:
     """Fill ``roll`` with ``num_steps`` steps of every game; the last obs and infos and the
     number of moves played (agent-steps).  ``clock["env"]`` adds the time in ``step``.
 
@@ -230,7 +240,8 @@ def collect(envs: Any, league: League, agent: nn.Module, snapshots: dict[str, nn
                 index = torch.from_numpy(rows)
                 net = agent if policy == LEARNER else snapshots[policy]
                 logits, values = net(board[index].float(), mask[index])
-                moved, logprobs = sample_moves(logits, generator)
+                moved, logprobs = sample_moves(logits, generator,
+                                               explore if policy == LEARNER else 0.0)
                 actions[rows] = moved.numpy()
                 if policy == LEARNER:
                     roll.obs[t, index], roll.masks[t, index] = board[index], mask[index]
@@ -277,9 +288,19 @@ def row_advantages(roll: Rollout, gamma: float, lam: float) -> tuple[torch.Tenso
 
 
 def train_ppo(agent: nn.Module, optimizer: torch.optim.Optimizer, roll: Rollout, args: Any,
-              progress: float) -> int:
+              progress: float, threads: int = 1) -> int:
     """PPO's clipped update over the rollout's trainable samples; returns their number.
-    ``progress`` (0 to 1) decays the learning rate and the entropy bonus if asked."""
+    ``progress`` (0 to 1) decays the learning rate and the entropy bonus if asked;
+    torch uses ``threads`` threads meanwhile (the envs' workers are idle), one after."""
+    torch.set_num_threads(threads)
+    try:
+        return _train_ppo(agent, optimizer, roll, args, progress)
+    finally:
+        torch.set_num_threads(1)
+
+
+def _train_ppo(agent: nn.Module, optimizer: torch.optim.Optimizer, roll: Rollout, args: Any,
+               progress: float) -> int:
     if args.anneal_lr:
         optimizer.param_groups[0]["lr"] = args.learning_rate * max(0.0, 1.0 - progress)
     ent_coef = args.ent_coef * (max(0.0, 1.0 - progress) if args.anneal_ent else 1.0)

@@ -65,12 +65,13 @@ from fastvec.selfplay import PFSP, League, RandomPlayer, plot_history  # noqa: E
 class Args(PPO):
     """Hyperparameters; each is also a command-line flag (``num_games`` is ``--num-games``)."""
 
-    num_games: int = 128
+    num_games: int = 256
     total_steps: int = 1_500_000  # agent-steps: moves of every player in every game
     backend: str = "local"  # see selfplay_common.BACKENDS
     seed: int = 1
-    num_steps: int = 16  # env steps per rollout
+    num_steps: int = 8  # env steps per rollout
     hidden: int = 128
+    explore: float = 0.05  # the learner's move is uniformly random with this probability
     self_play_share: float = 0.6  # games with the learner in both seats
     snapshot_share: float = 0.3  # games against a snapshot (PFSP)
     random_share: float = 0.1  # games against the random player
@@ -80,6 +81,7 @@ class Args(PPO):
     random_moves: float = 0.0  # later moves are random with this probability (no samples)
     eval_every: int = 250_000  # agent-steps between exact checks
     eval_games: int = 1000  # final games against each anchor, half from each seat
+    update_threads: int = 2  # torch threads in the PPO update (the envs are idle then)
     export: str = ""  # write the greedy policy as TorchScript here
     plot: str = ""  # write the ratings and evaluation curves here (PNG)
     save_league: str = ""  # write the league's state here (JSON)
@@ -250,9 +252,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             update += 1
             progress = agent_steps / args.total_steps
             obs, infos, moves = collect(envs, league, agent, snapshots, roll, obs, infos,
-                                        generator, clock, openings)
+                                        generator, clock, openings, args.explore)
             agent_steps += moves
-            train_ppo(agent, optimizer, roll, args, progress)
+            train_ppo(agent, optimizer, roll, args, progress, threads=args.update_threads)
             if league.snapshot_due:
                 snapshots[league.add_snapshot()] = copy.deepcopy(agent).requires_grad_(False)
             for policy in league.pop_retired():

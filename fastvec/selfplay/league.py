@@ -144,8 +144,7 @@ class League:
         for policy, act in (anchors or {}).items():
             self.add_anchor(policy, act)
         self.learner_seat = np.arange(self.seats.num_games, dtype=np.int64) % self.seats.num_seats
-        for game in range(self.seats.num_games):
-            self._assign(game)
+        self._assign(np.arange(self.seats.num_games))
         self.seats.regroup()
 
     @classmethod
@@ -252,9 +251,11 @@ class League:
         """Take in one step's results (of an async batch: with its ``env_ids``); judge,
         rate and reassign the games that ended in it.  Returns them, in game order."""
         ended = self.seats.ended(rewards, terminations, truncations, infos, env_ids)
+        if not ended.size:
+            return []
         outcomes = [self._finish(int(game)) for game in ended]
-        if outcomes:
-            self.seats.regroup()
+        self._assign(ended)
+        self.seats.regroup()
         return outcomes
 
     def reset(self) -> None:
@@ -373,23 +374,25 @@ class League:
         return LEARNER if code == 0 else self.pool.by_code(code).id
 
     def _opponent_code(self, game: int) -> int:
-        codes = self.seats.code[game]
-        return int(codes.max())  # 0 (the learner) in every seat of a self-play game
+        return int(self.seats.code[game].max())  # 0 (the learner) in every seat of self-play
 
-    def _assign(self, game: int) -> None:
-        """Draw the kind of the game that starts in ``game``, and its opponent."""
-        kinds = {"snapshots": ("snapshot",), "fixed": ("fixed", "anchor")}
+    def _assign(self, games: np.ndarray) -> None:
+        """Draw the kind of the games that start in ``games`` (in order), and opponents."""
         p = np.array([self.shares[k] for k in SHARES])
-        kind = SHARES[int(self.rng.choice(len(SHARES), p=p / p.sum()))]
-        entries = self.pool.drawable(kinds[kind]) if kind != "self_play" else []
-        codes = self.seats.code[game]
-        codes[:] = 0
-        if entries:
+        kinds = self.rng.choice(len(SHARES), size=len(games), p=p / p.sum())
+        codes = self.seats.code
+        codes[games] = 0
+        for k, drawable in ((1, ("snapshot",)), (2, ("fixed", "anchor"))):
+            chosen = games[kinds == k]
+            entries = self.pool.drawable(drawable) if chosen.size else []
+            if not entries:
+                continue  # nobody of this kind yet: self-play
             weights = self.sampling.weights(entries)
-            entry = entries[int(self.rng.choice(len(entries), p=weights / weights.sum()))]
-            codes[:] = entry.code
-            codes[self.learner_seat[game]] = 0
-            entry.playing += 1
+            picks = self.rng.choice(len(entries), size=chosen.size, p=weights / weights.sum())
+            for game, pick in zip(chosen.tolist(), picks.tolist()):
+                codes[game] = entries[pick].code
+                codes[game, self.learner_seat[game]] = 0
+                entries[pick].playing += 1
 
     def _finish(self, game: int) -> Outcome:
         returns = self.seats.take_returns(game)
@@ -406,5 +409,4 @@ class League:
             self.pool.game_over(opponent)
         self.games += 1
         self.learner_seat[game] = (self.learner_seat[game] + 1) % self.seats.num_seats
-        self._assign(game)
         return Outcome(game, self._name(opponent), seat, result, mine)

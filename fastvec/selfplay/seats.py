@@ -28,7 +28,9 @@ RESULTS = ("win", "draw", "loss")
 def judge(returns: np.ndarray, seat: int) -> str:
     """The result of ``seat`` in a game whose seats got ``returns`` over it: a win if
     its return is above every other seat's, a loss if some seat's is above it."""
-    mine, best_other = returns[seat], np.delete(returns, seat).max()
+    values = [float(r) for r in returns]
+    mine = values.pop(seat)
+    best_other = max(values)
     return "win" if mine > best_other else "loss" if mine < best_other else "draw"
 
 
