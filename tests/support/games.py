@@ -17,7 +17,7 @@ from gymnasium import spaces
 from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils import AgentSelector
 
-__all__ = ["RelayGame", "TurnGame", "game_fns", "relay_leave_step"]
+__all__ = ["Duel", "RelayGame", "TurnGame", "game_fns", "relay_leave_step"]
 
 
 def next_tag(game: Any, seed: int | None) -> int:
@@ -175,6 +175,69 @@ class TurnGame(AECEnv):
                and not all(self.terminations.values())):
             self.agent_selection = self._selector.next()
         self._deads_step_first()
+
+
+CONTINUE, WIN, RESIGN, DRAW = range(4)
+
+
+class Duel(AECEnv):
+    """Two players move in turn; a move ends the game or not, as the action says.
+
+    ``CONTINUE`` passes the turn; ``WIN``: the mover gets +1, the other -1; ``RESIGN``:
+    the mover gets -1, the other +1; ``DRAW``: both 0.  Both agents are terminated
+    when the game is decided, truncated after ``horizon`` moves.  Observation:
+    ``{"observation": [moves, seat], "action_mask": every move for the mover, none
+    for the other}``.
+    """
+
+    metadata = {"render_modes": [], "name": "duel_v0", "is_parallelizable": False}
+
+    def __init__(self, horizon: int = 6) -> None:
+        super().__init__()
+        self.possible_agents = ["first", "second"]
+        self.horizon = horizon
+        self._obs_space = spaces.Dict({"observation": spaces.Box(0, 100, (2,), np.float32),
+                                       "action_mask": spaces.Box(0, 1, (4,), np.int8)})
+        self._action_space = spaces.Discrete(4)
+
+    def observation_space(self, agent: str) -> spaces.Space:
+        return self._obs_space
+
+    def action_space(self, agent: str) -> spaces.Space:
+        return self._action_space
+
+    def observe(self, agent: str) -> dict:
+        mask = np.full(4, agent == self.agent_selection, dtype=np.int8)
+        return {"observation": np.array([self.moves, self.possible_agents.index(agent)],
+                                        np.float32), "action_mask": mask}
+
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        self.agents = list(self.possible_agents)
+        self.moves = 0
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self.infos = {agent: {} for agent in self.agents}
+        self.agent_selection = self.agents[0]
+
+    def step(self, action: Any) -> None:
+        mover = self.agent_selection
+        if self.terminations[mover] or self.truncations[mover]:
+            self._was_dead_step(action)
+            return
+        other = self.agents[1 - self.agents.index(mover)]
+        self._cumulative_rewards[mover] = 0.0
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self.moves += 1
+        if action in (WIN, RESIGN):
+            self.rewards[mover], self.rewards[other] = (1.0, -1.0) if action == WIN else (-1.0, 1.0)
+        if action != CONTINUE:
+            self.terminations = dict.fromkeys(self.agents, True)
+        elif self.moves >= self.horizon:
+            self.truncations = dict.fromkeys(self.agents, True)
+        self.agent_selection = other
+        self._accumulate_rewards()
 
 
 def game_fns(game_cls: Callable[..., Any], num_games: int, **kwargs: Any) -> list[Callable]:

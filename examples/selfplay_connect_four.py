@@ -1,0 +1,232 @@
+"""PPO self-play on PettingZoo's connect four, driven by a fastvec league: beat search.
+
+    python examples/selfplay_connect_four.py --export policy.pt    # the documented run
+    python examples/selfplay_connect_four.py --plot docs/img/selfplay_connect_four.png
+    python examples/selfplay_connect_four.py --backend plain       # the same loop, plain PettingZoo
+    python examples/selfplay_connect_four.py --help                # every hyperparameter
+
+``--num-games`` games of ``connect_four_v3`` run as one fastvec vector env, one
+row per seat (the trainer steps half of them, one worker process the other half).
+A :class:`fastvec.selfplay.League` gives each game's seats to the learner (pure
+self-play: both seats make samples) or to the learner and an opponent drawn from
+its pool: frozen snapshots (one every ``--snapshot-every`` learner steps,
+prioritized fictitious self-play) and a random player.  Each step runs one
+batched forward pass per policy over the rows it plays that are to move.
+
+The network sees the board and its mirror image as one position (the canonical
+one of the two: the lesser, cell by cell), so what it learns of a position holds
+for its mirror; logits of illegal moves are masked.  PPO as CleanRL's, with GAE
+per row over the learner's own turns; games open with a few random moves, and
+the learner's own moves are uniformly random with probability ``--explore``
+(kept as off-policy samples: PPO's ratio weighs them).
+
+Every ``--eval-every`` agent-steps the greedy learner plays ``--eval-games``
+games against negamax search of depth 3 (``search_players.py``), half from each
+seat; at the end, ``--final-games`` games a seat against depth 3 and depth 5.
+``--export PATH`` writes its greedy policy as TorchScript: ``forward(observation
+float32 [B, 6, 7, 2], action_mask bool [B, 7]) -> logits [B, 7]`` (illegal moves
+at -1e9).
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from search_players import NegamaxConnectFour  # noqa: E402
+from selfplay_common import (  # noqa: E402  (the examples' own helpers, beside this file)
+    PPO,
+    Openings,
+    Rollout,
+    collect,
+    make_games,
+    report_throughput,
+    train_ppo,
+)
+
+from fastvec.selfplay import PFSP, League, RandomPlayer, evaluate, plot_history  # noqa: E402
+
+
+@dataclass
+class Args(PPO):
+    """Hyperparameters; each is also a command-line flag (``num_games`` is ``--num-games``)."""
+
+    num_games: int = 256
+    total_steps: int = 10_000_000  # agent-steps: moves of every player in every game
+    backend: str = "local"  # see selfplay_common.BACKENDS
+    seed: int = 1
+    num_steps: int = 16  # env steps per rollout
+    net: str = "cnn"  # "cnn" or "mlp"
+    channels: int = 64  # cnn: channels of its convolutions
+    hidden: int = 256
+    self_play_share: float = 0.6  # games with the learner in both seats
+    snapshot_share: float = 0.35  # games against a snapshot (PFSP)
+    random_share: float = 0.05  # games against the random player
+    snapshot_every: int = 200_000  # learner steps between snapshots
+    max_snapshots: int = 20
+    opening_plies: int = 4  # each game opens with 0..4 random moves (no samples)
+    explore: float = 0.03  # the learner's move is uniformly random with this probability
+    update_threads: int = 2  # torch threads in the PPO update (the envs are idle then)
+    eval_every: int = 1_000_000  # agent-steps between evaluations against depth 3
+    eval_games: int = 200  # games per evaluation, half from each seat
+    final_games: int = 200  # final games per seat against depth 3 and depth 5
+    export: str = ""  # write the greedy policy as TorchScript here
+    plot: str = ""  # write the ratings and evaluation curves here (PNG)
+    save_league: str = ""  # write the league's state here (JSON)
+
+
+class Agent(nn.Module):
+    """A small CNN (or an MLP) shared by the policy and value heads, on the canonical board;
+    logits mirrored back, illegal moves masked."""
+
+    def __init__(self, net: str, channels: int, hidden: int) -> None:
+        super().__init__()
+        if net == "cnn":
+            self.trunk = nn.Sequential(
+                nn.Conv2d(2, channels, 3, padding=1), nn.ReLU(),
+                nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(),
+                nn.Flatten(), nn.Linear(channels * 42, hidden), nn.ReLU())
+        else:
+            self.trunk = nn.Sequential(nn.Flatten(), nn.Linear(84, hidden), nn.Tanh(),
+                                       nn.Linear(hidden, hidden), nn.Tanh())
+        self.actor, self.critic = nn.Linear(hidden, 7), nn.Linear(hidden, 1)
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Conv2d)):
+                nn.init.orthogonal_(module.weight, np.sqrt(2))
+                nn.init.zeros_(module.bias)
+        nn.init.orthogonal_(self.actor.weight, 0.01)
+        nn.init.orthogonal_(self.critic.weight, 1.0)
+
+    @staticmethod
+    def canonical(board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each board [B, 2, 6, 7] or its mirror, whichever is less cell by cell (the first
+        cell where they differ decides), and whether it was mirrored."""
+        mirror = board.flip(3)
+        diff = (board - mirror).flatten(1)
+        first = (diff != 0).to(torch.int32).argmax(1, keepdim=True)
+        flip = diff.gather(1, first).squeeze(1) > 0
+        return torch.where(flip[:, None, None, None], mirror, board), flip
+
+    def forward(self, observation: torch.Tensor,
+                action_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Masked logits [B, 7] and values [B] of boards [B, 6, 7, 2]."""
+        board, flip = self.canonical(observation.permute(0, 3, 1, 2))
+        features = self.trunk(board)
+        logits = self.actor(features)
+        logits = torch.where(flip[:, None], logits.flip(1), logits)
+        return logits.masked_fill(~action_mask, -1e9), self.critic(features).squeeze(1)
+
+
+class Greedy(nn.Module):
+    """What ``--export`` writes: masked logits of the learner, no value head."""
+
+    def __init__(self, agent: Agent) -> None:
+        super().__init__()
+        self.agent = copy.deepcopy(agent).eval()
+
+    def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
+        return self.agent(observation.float(), action_mask)[0]
+
+
+def greedy_player(agent: Agent):
+    """The greedy learner as a player ``act(observation, action_mask) -> actions``."""
+    def act(observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            logits, _ = agent(torch.as_tensor(observation, dtype=torch.float32),
+                              torch.as_tensor(action_mask, dtype=torch.bool))
+        return logits.argmax(1).numpy()
+    return act
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Train, evaluate along the way and at the end, export; returns the final figures."""
+    args = PPO.parse(Args, argv, __doc__)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    generator = torch.Generator().manual_seed(args.seed)
+    envs = make_games("connect_four_v3", args.num_games, args.backend)
+    eval_envs = make_games("connect_four_v3", min(args.eval_games, 200), "sync")
+    league = League.from_env(
+        envs, opponents={"random": RandomPlayer(seed=args.seed)},
+        shares={"self_play": args.self_play_share, "snapshots": args.snapshot_share,
+                "fixed": args.random_share},
+        sampling=PFSP("hard", power=2.0, floor=0.05), snapshot_every=args.snapshot_every,
+        max_snapshots=args.max_snapshots, seed=args.seed)
+    league.add_anchor("negamax-3", NegamaxConnectFour(3, seed=args.seed + 1))
+    agent = Agent(args.net, args.channels, args.hidden)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    snapshots: dict[str, Agent] = {}
+    openings = Openings(args.opening_plies, args.num_games, args.seed, 0.0) \
+        if args.opening_plies else None
+    roll = Rollout.zeros(args.num_steps, envs.num_envs, (6, 7, 2), 7)
+    clock = {"env": 0.0, "eval": 0.0}
+    agent_steps, next_eval = 0, 0
+    obs, infos = envs.reset(seed=args.seed)
+    start = time.perf_counter()
+
+    def check() -> None:
+        began = time.perf_counter()
+        (result,) = league.evaluate(eval_envs, greedy_player(agent), args.eval_games,
+                                    anchors=["negamax-3"], seed=args.seed + 2).values()
+        clock["eval"] += time.perf_counter() - began
+        print(f"step {agent_steps:>10,}  {began - start:7.1f} s  vs negamax-3: win "
+              f"{result.rate('win', 0):6.1%} / {result.rate('win', 1):6.1%}  loss "
+              f"{result.rate('loss', 0):6.1%} / {result.rate('loss', 1):6.1%} (first/second)"
+              f"  rating {league.learner_rating:6.0f}  pool {len(league.pool_ids)}",
+              flush=True)
+
+    try:
+        while True:
+            if agent_steps >= next_eval:
+                check()
+                next_eval += args.eval_every
+            if agent_steps >= args.total_steps:
+                break
+            progress = agent_steps / args.total_steps
+            obs, infos, moves = collect(envs, league, agent, snapshots, roll, obs, infos,
+                                        generator, clock, openings, args.explore)
+            agent_steps += moves
+            train_ppo(agent, optimizer, roll, args, progress, threads=args.update_threads)
+            if league.snapshot_due:
+                snapshots[league.add_snapshot()] = copy.deepcopy(agent).requires_grad_(False)
+            for policy in league.pop_retired():
+                del snapshots[policy]
+        elapsed = time.perf_counter() - start
+        began = time.perf_counter()
+        anchors = {f"negamax-{d}": NegamaxConnectFour(d, seed=args.seed + d) for d in (3, 5)}
+        final = evaluate(eval_envs, greedy_player(agent), anchors, 2 * args.final_games,
+                         seed=args.seed + 10)
+        final_seconds = time.perf_counter() - began
+    finally:
+        envs.close()
+        eval_envs.close()
+    print(f"\n{agent_steps:,} agent-steps in {elapsed:.1f} s of training "
+          f"(+{final_seconds:.1f} s for the final games)")
+    report_throughput(agent_steps, elapsed, clock, args.backend)
+    for result in final.values():
+        print(result.summary())
+    print(league.table())
+    if args.export:
+        torch.jit.save(torch.jit.script(Greedy(agent)), args.export)
+        print(f"greedy policy written to {args.export} (TorchScript)")
+    if args.plot:
+        plot_history(league, args.plot,
+                     f"PPO self-play on connect four ({args.num_games} games)")
+        print(f"ratings and evaluations plotted to {args.plot}")
+    if args.save_league:
+        league.save(args.save_league)
+    return {"agent_steps": agent_steps, "seconds": elapsed, "results": final,
+            "clock": clock, "agent": agent, "league": league}
+
+
+if __name__ == "__main__":
+    main()
