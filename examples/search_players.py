@@ -1,7 +1,8 @@
 """Search players for PettingZoo's tic-tac-toe and connect four, batched with numpy.
 
 Every player is a callable ``player(observation, action_mask) -> actions`` over a batch,
-the convention of ``fastvec.selfplay`` opponents:
+the convention of ``fastvec.selfplay`` opponents (whose ``RandomPlayer`` plays a uniformly
+random legal move in any game):
 
 - ``observation``: ``[B, H, W, 2]``, PettingZoo's ``obs["observation"]`` of the player to
   move: channel 0 holds the mover's pieces, channel 1 the opponent's.  Tic-tac-toe
@@ -13,7 +14,7 @@ the convention of ``fastvec.selfplay`` opponents:
 Ties are broken uniformly at random with the player's own generator (``seed``: an int,
 a ``numpy.random.Generator`` or None), so the same seed plays the same moves.
 
-Players: :class:`RandomPlayer` (any game), :class:`PerfectTicTacToe` (full minimax from
+Players: :class:`PerfectTicTacToe` (full minimax from
 a table of every position) and :class:`NegamaxConnectFour` (a full-width, fixed-depth
 negamax over bitboards, level by level over the whole batch).  The values they act on:
 :func:`tictactoe_values`, :func:`connect_four_scores` and, for one position in plain
@@ -32,7 +33,6 @@ __all__ = [
     "ILLEGAL",
     "NegamaxConnectFour",
     "PerfectTicTacToe",
-    "RandomPlayer",
     "alphabeta_scores",
     "connect_four_scores",
     "tictactoe_values",
@@ -51,20 +51,6 @@ def _choose(scores: np.ndarray, action_mask: np.ndarray, rng: np.random.Generato
     best = legal & (scores == scores.max(axis=1, keepdims=True))
     return np.where(best, rng.random(best.shape), -1.0).argmax(axis=1).astype(np.int64)
 
-
-class RandomPlayer:
-    """A uniformly random legal action per row, in any game."""
-
-    def __init__(self, seed: Seed = None) -> None:
-        self.rng = np.random.default_rng(seed)
-
-    def __call__(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
-        """One uniformly random legal action per row."""
-        mask = np.asarray(action_mask)
-        return _choose(np.zeros(mask.shape), mask, self.rng)
-
-
-# --- tic-tac-toe ------------------------------------------------------------------------
 
 _TTT_LINES = np.array([[0, 1, 2], [3, 4, 5], [6, 7, 8], [0, 3, 6],
                        [1, 4, 7], [2, 5, 8], [0, 4, 8], [2, 4, 6]])

@@ -89,7 +89,8 @@ def make_games(name: str, num_games: int, backend: str) -> Any:
 
 class PlainGames:
     """PettingZoo games stepped one by one, with the rows a fastvec vector env of games
-    gives (``NEXT_STEP`` autoreset) for games that pay rewards only at their end."""
+    gives (``NEXT_STEP`` autoreset) for games that pay rewards only at their end.
+    """
 
     def __init__(self, fn: Any, num_games: int) -> None:
         self.games = [fn() for _ in range(num_games)]
@@ -185,7 +186,8 @@ def sample_moves(logits: torch.Tensor, generator: torch.Generator,
 class Openings:
     """Random openings: each game starts with ``k`` uniformly random moves (no samples),
     ``k`` drawn from 0..``max_plies`` when the game starts, so that the learner meets
-    (and learns to punish) positions its own play would not reach."""
+    (and learns to punish) positions its own play would not reach.
+    """
 
     def __init__(self, max_plies: int, num_games: int, seed: int,
                  random_moves: float = 0.0) -> None:
@@ -291,7 +293,8 @@ def train_ppo(agent: nn.Module, optimizer: torch.optim.Optimizer, roll: Rollout,
               progress: float, threads: int = 1) -> int:
     """PPO's clipped update over the rollout's trainable samples; returns their number.
     ``progress`` (0 to 1) decays the learning rate and the entropy bonus if asked;
-    torch uses ``threads`` threads meanwhile (the envs' workers are idle), one after."""
+    torch uses ``threads`` threads meanwhile (the envs' workers are idle), one after.
+    """
     torch.set_num_threads(threads)
     try:
         return _train_ppo(agent, optimizer, roll, args, progress)

@@ -61,13 +61,14 @@ class Args(PPO):
     """Hyperparameters; each is also a command-line flag (``num_games`` is ``--num-games``)."""
 
     num_games: int = 256
-    total_steps: int = 10_000_000  # agent-steps: moves of every player in every game
+    total_steps: int = 7_000_000  # agent-steps: moves of every player in every game
     backend: str = "local"  # see selfplay_common.BACKENDS
     seed: int = 1
     num_steps: int = 16  # env steps per rollout
     net: str = "cnn"  # "cnn" or "mlp"
-    channels: int = 64  # cnn: channels of its convolutions
-    hidden: int = 256
+    channels: int = 32  # cnn: channels of its convolutions
+    hidden: int = 128
+    threats: bool = True  # input planes of the cells that would complete four (fixed convs)
     self_play_share: float = 0.6  # games with the learner in both seats
     snapshot_share: float = 0.35  # games against a snapshot (PFSP)
     random_share: float = 0.05  # games against the random player
@@ -86,17 +87,20 @@ class Args(PPO):
 
 class Agent(nn.Module):
     """A small CNN (or an MLP) shared by the policy and value heads, on the canonical board;
-    logits mirrored back, illegal moves masked."""
+    logits mirrored back, illegal moves masked.
+    """
 
-    def __init__(self, net: str, channels: int, hidden: int) -> None:
+    def __init__(self, net: str, channels: int, hidden: int, threats: bool = True) -> None:
         super().__init__()
+        self.threats = threats
+        planes = 5 if threats else 2
         if net == "cnn":
             self.trunk = nn.Sequential(
-                nn.Conv2d(2, channels, 3, padding=1), nn.ReLU(),
+                nn.Conv2d(planes, channels, 3, padding=1), nn.ReLU(),
                 nn.Conv2d(channels, channels, 3, padding=1), nn.ReLU(),
                 nn.Flatten(), nn.Linear(channels * 42, hidden), nn.ReLU())
         else:
-            self.trunk = nn.Sequential(nn.Flatten(), nn.Linear(84, hidden), nn.Tanh(),
+            self.trunk = nn.Sequential(nn.Flatten(), nn.Linear(planes * 42, hidden), nn.Tanh(),
                                        nn.Linear(hidden, hidden), nn.Tanh())
         self.actor, self.critic = nn.Linear(hidden, 7), nn.Linear(hidden, 1)
         for module in self.modules():
@@ -109,18 +113,48 @@ class Agent(nn.Module):
     @staticmethod
     def canonical(board: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Each board [B, 2, 6, 7] or its mirror, whichever is less cell by cell (the first
-        cell where they differ decides), and whether it was mirrored."""
+        cell where they differ decides), and whether it was mirrored.
+        """
         mirror = board.flip(3)
         diff = (board - mirror).flatten(1)
         first = (diff != 0).to(torch.int32).argmax(1, keepdim=True)
         flip = diff.gather(1, first).squeeze(1) > 0
         return torch.where(flip[:, None, None, None], mirror, board), flip
 
+    def completing(self, pieces: torch.Tensor, empty: torch.Tensor) -> torch.Tensor:
+        """The empty cells that would complete a line of four of ``pieces`` [B, C, 6, 7]:
+        every line of four holding three pieces and one empty cell marks that cell."""
+        found = torch.zeros_like(pieces)
+        # (row step, column step, rows and columns of window starts, first column)
+        for dr, dc, rows, cols, c0 in ((0, 1, 6, 4, 0), (1, 0, 3, 7, 0), (1, 1, 3, 4, 0),
+                                       (1, -1, 3, 4, 3)):
+            count = torch.zeros_like(pieces[:, :, :rows, :cols])
+            room = torch.zeros_like(count)
+            for k in range(4):
+                r, c = k * dr, c0 + k * dc
+                count += pieces[:, :, r:r + rows, c:c + cols]
+                room += empty[:, :, r:r + rows, c:c + cols]
+            three = ((count == 3) & (room == 1)).to(pieces.dtype)
+            for k in range(4):
+                r, c = k * dr, c0 + k * dc
+                found[:, :, r:r + rows, c:c + cols] += three
+        return ((found > 0) & (empty > 0)).to(pieces.dtype)
+
+    def planes(self, board: torch.Tensor) -> torch.Tensor:
+        """The network's input: the two boards, and (``threats``) the cells a piece would
+        land on now, and the cells that would complete four for each side."""
+        if not self.threats:
+            return board
+        empty = 1.0 - board.sum(1, keepdim=True)
+        below = torch.cat([1.0 - empty[:, :, 1:], torch.ones_like(empty[:, :, :1])], 2)
+        return torch.cat([board, empty * below, self.completing(board, empty.expand_as(board))],
+                         1)
+
     def forward(self, observation: torch.Tensor,
                 action_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Masked logits [B, 7] and values [B] of boards [B, 6, 7, 2]."""
         board, flip = self.canonical(observation.permute(0, 3, 1, 2))
-        features = self.trunk(board)
+        features = self.trunk(self.planes(board))
         logits = self.actor(features)
         logits = torch.where(flip[:, None], logits.flip(1), logits)
         return logits.masked_fill(~action_mask, -1e9), self.critic(features).squeeze(1)
@@ -162,7 +196,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         sampling=PFSP("hard", power=2.0, floor=0.05), snapshot_every=args.snapshot_every,
         max_snapshots=args.max_snapshots, seed=args.seed)
     league.add_anchor("negamax-3", NegamaxConnectFour(3, seed=args.seed + 1))
-    agent = Agent(args.net, args.channels, args.hidden)
+    agent = Agent(args.net, args.channels, args.hidden, args.threats)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     snapshots: dict[str, Agent] = {}
     openings = Openings(args.opening_plies, args.num_games, args.seed, 0.0) \

@@ -31,9 +31,7 @@ seat, and ``--export PATH`` writes its greedy policy as TorchScript:
 
 from __future__ import annotations
 
-import argparse
 import copy
-import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -45,18 +43,16 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from search_players import PerfectTicTacToe, tictactoe_values  # noqa: E402
 from selfplay_common import (  # noqa: E402  (the examples' own helpers, beside this file)
-    BACKENDS,
     PPO,
-    Rollout,
     Openings,
+    Rollout,
     collect,
     make_games,
     report_throughput,
-    sample_moves,
     train_ppo,
 )
-from search_players import PerfectTicTacToe, tictactoe_values  # noqa: E402
 
 from fastvec.selfplay import PFSP, League, RandomPlayer, plot_history  # noqa: E402
 
@@ -66,7 +62,7 @@ class Args(PPO):
     """Hyperparameters; each is also a command-line flag (``num_games`` is ``--num-games``)."""
 
     num_games: int = 256
-    total_steps: int = 1_500_000  # agent-steps: moves of every player in every game
+    total_steps: int = 1_000_000  # agent-steps: moves of every player in every game
     backend: str = "local"  # see selfplay_common.BACKENDS
     seed: int = 1
     num_steps: int = 8  # env steps per rollout
@@ -79,7 +75,8 @@ class Args(PPO):
     max_snapshots: int = 20
     opening_plies: int = 5  # each game opens with 0..5 random moves (no samples)
     random_moves: float = 0.0  # later moves are random with this probability (no samples)
-    eval_every: int = 250_000  # agent-steps between exact checks
+    eval_every: int = 100_000  # agent-steps between exact checks
+    curve_games: int = 100  # games against each anchor at each check, for the curves
     eval_games: int = 1000  # final games against each anchor, half from each seat
     update_threads: int = 2  # torch threads in the PPO update (the envs are idle then)
     export: str = ""  # write the greedy policy as TorchScript here
@@ -98,7 +95,8 @@ INVERSE = np.argsort(PERMS, axis=1)
 
 def canonical_table() -> np.ndarray:
     """For each base-3 code of a board (0 empty, 1 mine, 2 theirs), the symmetry that gives
-    its least code."""
+    its least code.
+    """
     codes = np.arange(3 ** 9)
     cells = (codes[:, None] // 3 ** np.arange(9)) % 3
     moved = np.stack([(cells[:, perm] * 3 ** np.arange(9)).sum(1) for perm in PERMS], axis=1)
@@ -223,7 +221,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     roll = Rollout.zeros(args.num_steps, envs.num_envs, (3, 3, 2), 9)
     checks: list[dict[str, Any]] = []
     clock = {"env": 0.0, "eval": 0.0}
-    agent_steps, next_eval, update = 0, 0, 0
+    agent_steps, next_eval = 0, 0
+    eval_envs = make_games("tictactoe_v3", 100, "sync")
     obs, infos = envs.reset(seed=args.seed)
     start = time.perf_counter()
 
@@ -235,6 +234,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for replies in ("all", "optimal"):
                 point[f"{replies}_{seat}"] = exact_check(act, seat, replies)
         checks.append(point)
+        if args.curve_games:  # sampled games too, for the curves of plot_history
+            league.evaluate(eval_envs, act, args.curve_games, seed=args.seed + 4)
         losses = [point[k]["loss"] for k in ("all_0", "all_1", "optimal_0", "optimal_1")]
         print(f"step {agent_steps:>9,}  {point['seconds']:6.1f} s  lost lines vs every "
               f"legal reply {losses[0]}/{losses[1]}, vs every optimal reply "
@@ -249,7 +250,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 next_eval += args.eval_every
             if agent_steps >= args.total_steps:
                 break
-            update += 1
             progress = agent_steps / args.total_steps
             obs, infos, moves = collect(envs, league, agent, snapshots, roll, obs, infos,
                                         generator, clock, openings, args.explore)
@@ -260,14 +260,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for policy in league.pop_retired():
                 del snapshots[policy]
         elapsed = time.perf_counter() - start
-        eval_envs = make_games("tictactoe_v3", 100, "sync")
         began = time.perf_counter()
         results = league.evaluate(eval_envs, greedy_player(agent), args.eval_games,
                                   seed=args.seed + 3)
         final_seconds = time.perf_counter() - began
-        eval_envs.close()
     finally:
         envs.close()
+        eval_envs.close()
     print(f"\n{agent_steps:,} agent-steps in {elapsed:.1f} s of training "
           f"(+{final_seconds:.1f} s for the final {args.eval_games:,} games per anchor)")
     report_throughput(agent_steps, elapsed, clock, args.backend)

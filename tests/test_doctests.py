@@ -39,6 +39,9 @@ MODULES = [
     "fastvec.vector.arguments",
     "fastvec.vector.subproc",
     "fastvec.vector.async_batches",
+    "fastvec.selfplay.ratings",
+    "fastvec.selfplay.evaluation",
+    "fastvec.selfplay.players",
 ]
 
 # ``<!-- run -->`` (or ``<!-- run: needs a, b -->``), a ```python fence, the code, the fence.
@@ -186,8 +189,16 @@ def _resolve(name: str):
     if owner == "fastvec":
         obj = getattr(fastvec, attr)
         return obj.__init__ if isinstance(obj, type) else obj
-    if owner.startswith("fastvec."):
-        return getattr(importlib.import_module(owner), attr)
+    if owner.startswith("fastvec."):  # a module's attribute, or a class's method
+        parts = name.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+            except ImportError:
+                continue
+            for part in parts[cut:]:
+                obj = getattr(obj, part)
+            return obj
     if owner == "envs":  # a method of the vector envs (the async ones included)
         # close(**kwargs) passes its keywords to close_extras, which names them
         return getattr(fastvec.SubprocVecEnv, "close_extras" if attr == "close" else attr)

@@ -109,7 +109,7 @@ def evaluate(envs: Any, policy: Act, anchors: Mapping[str, Act], games: int, *,
             keys.append((anchor, seat))
     returns = play_matches(envs, {LEARNER: policy, **anchors}, matches, seed=seed)
     results = {a: Evaluation(a, np.zeros((layout.num_seats, 3), dtype=np.int64)) for a in anchors}
-    for (anchor, seat), got in zip(keys, returns):
+    for (anchor, seat), got in zip(keys, returns, strict=True):
         results[anchor].counts[seat, RESULTS.index(judge(got, seat))] += 1
     return results
 
@@ -139,7 +139,8 @@ def tournament(envs: Any, players: Mapping[str, Act], games_per_pair: int, *,
                seed: int | None = None) -> Tournament:
     """Every pair of ``players`` plays ``games_per_pair`` games (seats alternating); the
     Elo table that fits the results (:func:`fastvec.selfplay.ratings.fit_elo`), with
-    ``center`` (or the mean) at ``value``."""
+    ``center`` (or the mean) at ``value``.
+    """
     names = list(players)
     if len(names) < 2:
         raise ValueError(f"expected at least two players, got {names}")
@@ -156,7 +157,8 @@ def tournament(envs: Any, players: Mapping[str, Act], games_per_pair: int, *,
     scores = np.zeros((len(names), len(names)))
     games = np.zeros((len(names), len(names)))
     points = {"win": 1.0, "draw": 0.5, "loss": 0.0}
-    for (i, j, seat), got in zip(pairs, play_matches(envs, players, matches, seed=seed)):
+    for (i, j, seat), got in zip(pairs, play_matches(envs, players, matches, seed=seed),
+                                 strict=True):
         score = points[judge(got, seat)]
         scores[i, j] += score
         scores[j, i] += 1.0 - score

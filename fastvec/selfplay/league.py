@@ -38,7 +38,6 @@ from fastvec.selfplay.sampling import (
     Sampling,
     parse_sampling,
     sampling_from_state,
-    sampling_state,
 )
 from fastvec.selfplay.seats import RESULTS, Seats, judge
 
@@ -162,7 +161,8 @@ class League:
     def add_anchor(self, policy: str, act: Act, *, train: bool = False,
                    rating: float | None = None) -> None:
         """Register an evaluation anchor: played by :meth:`evaluate`; drawn for training
-        games (with the fixed opponents) only if ``train``."""
+        games (with the fixed opponents) only if ``train``.
+        """
         self._add_player(policy, "anchor", act, 1.0, rating, train=train)
 
     def add_snapshot(self, policy: str | None = None) -> str:
@@ -182,12 +182,14 @@ class League:
 
     def remove(self, policy: str) -> None:
         """Take an entry out of the pool: no new game draws it; the games it plays go
-        on to their end, then it retires (:meth:`pop_retired`)."""
+        on to their end, then it retires (:meth:`pop_retired`).
+        """
         self.pool.remove(policy)
 
     def pop_retired(self) -> list[str]:
         """Entries removed or evicted whose last game is over, since the last call: the
-        trainer can drop their weights."""
+        trainer can drop their weights.
+        """
         return self.pool.pop_retired()
 
     def entry(self, policy: str) -> Entry:
@@ -229,7 +231,8 @@ class League:
     def act_fixed(self, obs: Any, groups: Mapping[str, np.ndarray],
                   actions: np.ndarray) -> dict[str, np.ndarray]:
         """Write the moves of fixed opponents and anchors in ``groups`` into ``actions``;
-        return the other groups (the learner's and the snapshots'), for the trainer."""
+        return the other groups (the learner's and the snapshots'), for the trainer.
+        """
         rest = {}
         for policy, positions in groups.items():
             act = None if policy == LEARNER else self.pool.get(policy).act
@@ -249,7 +252,8 @@ class League:
     def update(self, rewards: Any, terminations: Any, truncations: Any,
                infos: Mapping[str, Any], env_ids: Any = None) -> list[Outcome]:
         """Take in one step's results (of an async batch: with its ``env_ids``); judge,
-        rate and reassign the games that ended in it.  Returns them, in game order."""
+        rate and reassign the games that ended in it.  Returns them, in game order.
+        """
         ended = self.seats.ended(rewards, terminations, truncations, infos, env_ids)
         if not ended.size:
             return []
@@ -260,13 +264,15 @@ class League:
 
     def reset(self) -> None:
         """Forget the rewards of the games in progress (call it with ``envs.reset()``:
-        those games are not judged); the assignments stay."""
+        those games are not judged); the assignments stay.
+        """
         self.seats.returns[:] = 0.0
 
     @property
     def snapshot_due(self) -> bool:
         """A snapshot trigger fired: ``snapshot_every`` learner steps since the last one,
-        or the score threshold reached over ``snapshot_min_games`` games."""
+        or the score threshold reached over ``snapshot_min_games`` games.
+        """
         since = self.since_snapshot
         by_steps = self.snapshot_every is not None and since["steps"] >= self.snapshot_every
         by_score = (self.snapshot_win_rate is not None
@@ -282,7 +288,8 @@ class League:
 
     def record(self) -> None:
         """Add a point to :attr:`history` (done at every snapshot): learner steps, games,
-        ratings."""
+        ratings.
+        """
         self.history.append({"learner_steps": self.learner_steps, "games": self.games,
                              "ratings": self.ratings()})
 
@@ -309,7 +316,8 @@ class League:
                  seats: str | int = "both", seed: int | None = None) -> dict[str, Any]:
         """Play ``policy`` against anchors (all registered ones, or those ids) on
         ``envs``; the results go into :attr:`evaluations` and are returned, by anchor id.
-        See :func:`fastvec.selfplay.evaluate`."""
+        See :func:`fastvec.selfplay.evaluate`.
+        """
         from fastvec.selfplay.evaluation import evaluate
 
         chosen = self.anchors if anchors is None else \
@@ -330,7 +338,8 @@ class League:
     def load_state_dict(self, state: Mapping[str, Any],
                         players: Mapping[str, Act] | None = None) -> None:
         """Take back a :meth:`state_dict`; ``players`` gives the callables of its fixed
-        opponents and anchors, by id."""
+        opponents and anchors, by id.
+        """
         from fastvec.selfplay.state import load_league_state
 
         load_league_state(self, state, players or {})
@@ -389,7 +398,7 @@ class League:
                 continue  # nobody of this kind yet: self-play
             weights = self.sampling.weights(entries)
             picks = self.rng.choice(len(entries), size=chosen.size, p=weights / weights.sum())
-            for game, pick in zip(chosen.tolist(), picks.tolist()):
+            for game, pick in zip(chosen.tolist(), picks.tolist(), strict=True):
                 codes[game] = entries[pick].code
                 codes[game, self.learner_seat[game]] = 0
                 entries[pick].playing += 1

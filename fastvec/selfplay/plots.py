@@ -52,7 +52,9 @@ def _ratings(ax: Any, league: Any) -> None:
     born = [(e.created, _first_rating(league.history, e.id)) for e in league.pool
             if e.kind == "snapshot"]
     if born:
-        ax.scatter(*zip(*born), s=10, color="grey", label="snapshots (when taken)", zorder=3)
+        steps_taken, ratings_taken = zip(*born, strict=True)
+        ax.scatter(steps_taken, ratings_taken, s=10, color="grey",
+                   label="snapshots (when taken)", zorder=3)
     ax.set(xlabel="learner steps", ylabel="Elo", title="ratings")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)

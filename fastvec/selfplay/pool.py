@@ -135,7 +135,8 @@ class Pool:
 
     def pop_retired(self) -> list[str]:
         """Entries removed whose games are all over, since the last call; forgotten here
-        (they stay in the ratings and the history)."""
+        (they stay in the ratings and the history).
+        """
         retired, self._retired = self._retired, []
         return retired
 

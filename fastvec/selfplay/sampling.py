@@ -103,7 +103,8 @@ def sampling_from_state(state: Mapping[str, Any]) -> Sampling:
 
 def parse_sampling(rule: Sampling | str) -> Sampling:
     """A rule object from itself or its name (``"uniform"``, ``"recency"``, ``"pfsp"``,
-    with default parameters)."""
+    with default parameters).
+    """
     if isinstance(rule, str):
         if rule not in RULES:
             raise ValueError(f"expected sampling to be one of {tuple(RULES)} or an instance of "

@@ -27,7 +27,8 @@ RESULTS = ("win", "draw", "loss")
 
 def judge(returns: np.ndarray, seat: int) -> str:
     """The result of ``seat`` in a game whose seats got ``returns`` over it: a win if
-    its return is above every other seat's, a loss if some seat's is above it."""
+    its return is above every other seat's, a loss if some seat's is above it.
+    """
     values = [float(r) for r in returns]
     mine = values.pop(seat)
     best_other = max(values)

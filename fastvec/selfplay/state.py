@@ -48,7 +48,8 @@ def league_state(league: Any) -> dict[str, Any]:
 
 def load_league_state(league: Any, state: Mapping[str, Any], players: Mapping[str, Act]) -> None:
     """Put ``state`` (from :func:`league_state`) into ``league``, whose rows must be the
-    same games; ``players`` gives the callables of fixed opponents and anchors by id."""
+    same games; ``players`` gives the callables of fixed opponents and anchors by id.
+    """
     if state.get("version") != VERSION:
         raise ValueError(f"expected a league state of version {VERSION}, got "
                          f"{state.get('version')!r}")

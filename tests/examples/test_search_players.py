@@ -11,6 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fastvec.selfplay import RandomPlayer
+
 ROOT = Path(__file__).resolve().parents[2]
 SEARCH_PLAYERS = ROOT / "examples" / "search_players.py"
 
@@ -163,7 +165,7 @@ def test_perfect_tictactoe_never_loses_to_random_and_draws_itself() -> None:
     env = _pettingzoo().tictactoe_v3.env()
     first, second = env.possible_agents
     perfect = sp.PerfectTicTacToe(seed=1)
-    rand = sp.RandomPlayer(seed=2)
+    rand = RandomPlayer(seed=2)
     won = 0
     for game in range(300):
         seat, other = (first, second) if game % 2 else (second, first)
@@ -284,7 +286,7 @@ def test_negamax_beats_random() -> None:
     for game in range(20):
         seat, other = (first, second) if game % 2 else (second, first)
         rewards = _play(env, {seat: sp.NegamaxConnectFour(3, seed=game),
-                              other: sp.RandomPlayer(seed=game)}, seed=game)
+                              other: RandomPlayer(seed=game)}, seed=game)
         wins += rewards[seat] == 1
     assert wins >= 15  # about 96% over 1,000 games; these seeded 20 games win 17
 
@@ -292,9 +294,9 @@ def test_negamax_beats_random() -> None:
 # --- seeds, batches, edge cases ----------------------------------------------------------------
 
 PLAYERS = {
-    "random-ttt": (lambda seed: sp.RandomPlayer(seed), (3, 3, 2), 9),
+    "random-ttt": (lambda seed: RandomPlayer(seed=seed), (3, 3, 2), 9),
     "perfect-ttt": (lambda seed: sp.PerfectTicTacToe(seed), (3, 3, 2), 9),
-    "random-c4": (lambda seed: sp.RandomPlayer(seed), (6, 7, 2), 7),
+    "random-c4": (lambda seed: RandomPlayer(seed=seed), (6, 7, 2), 7),
     "negamax-c4": (lambda seed: sp.NegamaxConnectFour(3, seed=seed), (6, 7, 2), 7),
 }
 

@@ -129,7 +129,7 @@ def test_ratings_move_the_right_way_against_a_weaker_player() -> None:
 def test_a_snapshot_is_due_every_n_learner_steps() -> None:
     league = League(*layout(4, 2), shares={"self_play": 1.0}, snapshot_every=10, seed=0)
     active = np.tile([True, False], 4)  # seat 0 of each game moves: 4 learner steps
-    for step in range(3):
+    for _ in range(3):
         assert not league.snapshot_due
         groups = league.policy_rows(active)
         assert groups[LEARNER].tolist() == [0, 2, 4, 6]

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastvec.selfplay import League, PFSP
+from fastvec.selfplay import PFSP, League
 from tests.selfplay.helpers import ending, finish_all, layout
 
 
