@@ -73,8 +73,9 @@ class League:
     """Seats of every game for the learner and its opponents, a rated pool, triggers.
 
     Args:
-        game_of_row, seat_of_row: The rows' games and seats (``League.from_env(envs)``
-            takes them from a vector env of games).
+        game_of_row: The game of each row (``League.from_env(envs)`` takes it, and
+            ``seat_of_row``, from a vector env of games).
+        seat_of_row: The seat of each row in its game.
         opponents: Fixed training opponents, ``{id: act}`` (``act(observation,
             action_mask) -> actions``), registered before the first games are drawn.
         anchors: Evaluation-only opponents, ``{id: act}`` (see :meth:`add_anchor`).

@@ -18,9 +18,10 @@ __all__ = ["plot_history"]
 def plot_history(league: Any, path: str | os.PathLike[str], title: str = "") -> None:
     """Write a PNG of ``league.history`` and ``league.evaluations``.
 
-    Left: the Elo rating of the learner and of each fixed opponent and anchor over
-    learner steps (a point per :meth:`League.record`, so per snapshot), and each
-    snapshot's rating when it joined.  Right (when the league evaluated): win, draw
+    Left: the Elo rating of the learner and of each fixed opponent or anchor that
+    played rated games, over learner steps (a point per :meth:`League.record`, so per
+    snapshot), and each snapshot's rating now against the learner steps when it was
+    taken.  Right (when the league evaluated): win, draw
     and loss rates against each anchor, over learner steps.
     """
     try:
@@ -44,24 +45,20 @@ def plot_history(league: Any, path: str | os.PathLike[str], title: str = "") -> 
 
 def _ratings(ax: Any, league: Any) -> None:
     steps = [point["learner_steps"] for point in league.history]
-    named = [LEARNER] + [e.id for e in league.pool if e.kind != "snapshot"]
+    named = [LEARNER] + [e.id for e in league.pool if e.kind != "snapshot" and e.games]
     for policy in named:
         values = [point["ratings"].get(policy, np.nan) for point in league.history]
         ax.plot(steps, values, "-" if policy == LEARNER else "--", label=policy,
                 linewidth=2 if policy == LEARNER else 1)
-    born = [(e.created, _first_rating(league.history, e.id)) for e in league.pool
-            if e.kind == "snapshot"]
+    now = league.ratings()
+    born = [(e.created, now[e.id]) for e in league.pool if e.kind == "snapshot"]
     if born:
-        steps_taken, ratings_taken = zip(*born, strict=True)
-        ax.scatter(steps_taken, ratings_taken, s=10, color="grey",
-                   label="snapshots (when taken)", zorder=3)
+        taken, rating = zip(*born, strict=True)
+        ax.scatter(taken, rating, s=12, color="grey", zorder=3,
+                   label="snapshots: rating now, by when taken")
     ax.set(xlabel="learner steps", ylabel="Elo", title="ratings")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
-
-
-def _first_rating(history: list[dict[str, Any]], policy: str) -> float:
-    return next((p["ratings"][policy] for p in history if policy in p["ratings"]), np.nan)
 
 
 def _evaluations(ax: Any, evaluations: list[dict[str, Any]]) -> None:
