@@ -18,6 +18,7 @@ yet: it is left out of the loss and its value bootstraps the samples before it.
 from __future__ import annotations
 
 import argparse
+import copy
 import dataclasses
 import importlib
 import time
@@ -29,7 +30,7 @@ import torch
 from torch import nn
 
 from fastvec.multiagent import make_multiagent
-from fastvec.selfplay import LEARNER, League
+from fastvec.selfplay import LEARNER, PFSP, League, RandomPlayer, plot_history
 
 BACKENDS = ("local", "subproc", "sync", "plain")
 """``local``: the trainer steps half the games and one worker process the other half;
@@ -138,6 +139,51 @@ class PlainGames:
     def close(self) -> None:
         for game in self.games:
             game.close()
+
+
+def make_league(envs: Any, args: Any) -> League:
+    """The trainers' league: self-play, snapshots drawn by PFSP and a random player, in
+    the shares ``args`` gives, a snapshot every ``args.snapshot_every`` learner steps."""
+    return League.from_env(
+        envs, opponents={"random": RandomPlayer(seed=args.seed)},
+        shares={"self_play": args.self_play_share, "snapshots": args.snapshot_share,
+                "fixed": args.random_share},
+        sampling=PFSP("hard", power=2.0, floor=0.05), snapshot_every=args.snapshot_every,
+        max_snapshots=args.max_snapshots, seed=args.seed)
+
+
+class Greedy(nn.Module):
+    """What ``--export`` writes: the learner's masked logits, no value head."""
+
+    def __init__(self, agent: nn.Module) -> None:
+        super().__init__()
+        self.agent = copy.deepcopy(agent).eval()
+
+    def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
+        """Logits [B, A] of boards [B, H, W, 2] (float32) with masks [B, A] (bool)."""
+        return self.agent(observation.float(), action_mask.to(torch.bool))[0]
+
+
+def greedy_player(agent: nn.Module) -> Any:
+    """The greedy learner as a player ``act(observation, action_mask) -> actions``."""
+    def act(observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            logits, _ = agent(torch.as_tensor(observation, dtype=torch.float32),
+                              torch.as_tensor(action_mask, dtype=torch.bool))
+        return logits.argmax(1).numpy()
+    return act
+
+
+def write_outputs(args: Any, agent: nn.Module, league: League, title: str) -> None:
+    """``--export`` (TorchScript), ``--plot`` (``plot_history``), ``--save-league``."""
+    if args.export:
+        torch.jit.save(torch.jit.script(Greedy(agent)), args.export)
+        print(f"greedy policy written to {args.export} (TorchScript)")
+    if args.plot:
+        plot_history(league, args.plot, title)
+        print(f"ratings and evaluations plotted to {args.plot}")
+    if args.save_league:
+        league.save(args.save_league)
 
 
 # -- rollouts --------------------------------------------------------------------------

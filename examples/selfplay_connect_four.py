@@ -48,12 +48,15 @@ from selfplay_common import (  # noqa: E402  (the examples' own helpers, beside 
     Openings,
     Rollout,
     collect,
+    greedy_player,
     make_games,
+    make_league,
     report_throughput,
     train_ppo,
+    write_outputs,
 )
 
-from fastvec.selfplay import PFSP, League, RandomPlayer, evaluate, plot_history  # noqa: E402
+from fastvec.selfplay import evaluate  # noqa: E402
 
 
 @dataclass
@@ -160,27 +163,6 @@ class Agent(nn.Module):
         return logits.masked_fill(~action_mask, -1e9), self.critic(features).squeeze(1)
 
 
-class Greedy(nn.Module):
-    """What ``--export`` writes: masked logits of the learner, no value head."""
-
-    def __init__(self, agent: Agent) -> None:
-        super().__init__()
-        self.agent = copy.deepcopy(agent).eval()
-
-    def forward(self, observation: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
-        return self.agent(observation.float(), action_mask)[0]
-
-
-def greedy_player(agent: Agent):
-    """The greedy learner as a player ``act(observation, action_mask) -> actions``."""
-    def act(observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
-        with torch.no_grad():
-            logits, _ = agent(torch.as_tensor(observation, dtype=torch.float32),
-                              torch.as_tensor(action_mask, dtype=torch.bool))
-        return logits.argmax(1).numpy()
-    return act
-
-
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Train, evaluate along the way and at the end, export; returns the final figures."""
     args = PPO.parse(Args, argv, __doc__)
@@ -189,12 +171,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     generator = torch.Generator().manual_seed(args.seed)
     envs = make_games("connect_four_v3", args.num_games, args.backend)
     eval_envs = make_games("connect_four_v3", min(args.eval_games, 200), "sync")
-    league = League.from_env(
-        envs, opponents={"random": RandomPlayer(seed=args.seed)},
-        shares={"self_play": args.self_play_share, "snapshots": args.snapshot_share,
-                "fixed": args.random_share},
-        sampling=PFSP("hard", power=2.0, floor=0.05), snapshot_every=args.snapshot_every,
-        max_snapshots=args.max_snapshots, seed=args.seed)
+    league = make_league(envs, args)
     league.add_anchor("negamax-3", NegamaxConnectFour(3, seed=args.seed + 1))
     agent = Agent(args.net, args.channels, args.hidden, args.threats)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
@@ -249,15 +226,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     for result in final.values():
         print(result.summary())
     print(league.table())
-    if args.export:
-        torch.jit.save(torch.jit.script(Greedy(agent)), args.export)
-        print(f"greedy policy written to {args.export} (TorchScript)")
-    if args.plot:
-        plot_history(league, args.plot,
-                     f"PPO self-play on connect four ({args.num_games} games)")
-        print(f"ratings and evaluations plotted to {args.plot}")
-    if args.save_league:
-        league.save(args.save_league)
+    write_outputs(args, agent, league, f"PPO self-play on connect four ({args.num_games} games)")
     return {"agent_steps": agent_steps, "seconds": elapsed, "results": final,
             "clock": clock, "agent": agent, "league": league}
 

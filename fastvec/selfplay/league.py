@@ -32,7 +32,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fastvec.selfplay.players import Act, call_player
-from fastvec.selfplay.pool import EVICTION_RULES, LEARNER, Entry, Pool
+from fastvec.selfplay.pool import LEARNER, Entry, Pool
 from fastvec.selfplay.ratings import elo_update
 from fastvec.selfplay.sampling import (
     Sampling,
@@ -40,14 +40,11 @@ from fastvec.selfplay.sampling import (
     sampling_from_state,
 )
 from fastvec.selfplay.seats import RESULTS, Seats, judge
+from fastvec.selfplay.settings import SHARES, check_settings, parse_shares
 
-__all__ = ["RESULTS", "SHARES", "League", "Outcome"]
+__all__ = ["RESULTS", "League", "Outcome"]
 
 SCORES = {"win": 1.0, "draw": 0.5, "loss": 0.0}
-SHARES = ("self_play", "snapshots", "fixed")
-"""The kinds of games: pure self-play, against a snapshot, against a fixed opponent."""
-
-
 class Outcome(NamedTuple):
     """A finished game, from the learner's point of view (self-play: from seat 0's)."""
 
@@ -56,17 +53,6 @@ class Outcome(NamedTuple):
     learner_seat: int
     result: str  # one of RESULTS
     learner_return: float
-
-
-def parse_shares(shares: Mapping[str, float]) -> dict[str, float]:
-    """The share of each kind of game; they must add up to 1."""
-    unknown = set(shares) - set(SHARES)
-    values = {kind: float(shares.get(kind, 0.0)) for kind in SHARES}
-    if unknown or any(not 0.0 <= v <= 1.0 for v in values.values()) \
-            or abs(sum(values.values()) - 1.0) > 1e-9:
-        raise ValueError(f"expected shares of {SHARES} between 0 and 1 that add up to 1, got "
-                         f"{dict(shares)} (sum {sum(values.values()):g})")
-    return values
 
 
 class League:
@@ -115,19 +101,9 @@ class League:
         self.shares = parse_shares(shares if shares is not None
                                    else {"self_play": 0.5, "snapshots": 0.5})
         self.sampling = parse_sampling(sampling)
-        for name, value in (("snapshot_every", snapshot_every),
-                            ("snapshot_min_games", snapshot_min_games),
-                            ("max_snapshots", max_snapshots),
-                            ("win_rate_window", win_rate_window)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                      or value < 1):
-                raise ValueError(f"expected {name} to be a positive int, got {value!r}")
-        if snapshot_win_rate is not None and not 0.0 < snapshot_win_rate <= 1.0:
-            raise ValueError(f"expected 0 < snapshot_win_rate <= 1, got {snapshot_win_rate!r}")
-        if eviction not in EVICTION_RULES:
-            raise ValueError(f"expected eviction in {EVICTION_RULES}, got {eviction!r}")
-        if not elo_k > 0:
-            raise ValueError(f"expected a positive elo_k, got {elo_k!r}")
+        check_settings(snapshot_every=snapshot_every, snapshot_min_games=snapshot_min_games,
+                       max_snapshots=max_snapshots, win_rate_window=win_rate_window,
+                       snapshot_win_rate=snapshot_win_rate, eviction=eviction, elo_k=elo_k)
         self.snapshot_every, self.snapshot_win_rate = snapshot_every, snapshot_win_rate
         self.snapshot_min_games, self.max_snapshots = snapshot_min_games, max_snapshots
         self.eviction, self.elo_k, self.initial_rating = eviction, float(elo_k), initial_rating
@@ -296,20 +272,11 @@ class League:
 
     def totals(self) -> dict[str, dict[str, int]]:
         """The learner's wins, draws and losses against each entry that it played."""
-        return {e.id: {"win": e.wins, "draw": e.draws, "loss": e.losses}
-                for e in self.pool if e.games}
+        return self.pool.totals()
 
     def table(self) -> str:
         """The ratings as a text table, best first, with the learner's record."""
-        lines = [f"{'policy':<16} {'kind':<8} {'rating':>7} {'games':>7} {'win':>6} "
-                 f"{'draw':>6} {'loss':>6} {'win rate':>8}  status",
-                 f"{LEARNER:<16} {'learner':<8} {self.learner_rating:7.0f}"]
-        for e in sorted(self.pool, key=lambda e: -e.rating):
-            status = "in pool" if e.in_pool and e.train else "retired" if not e.in_pool \
-                else "eval only"
-            lines.append(f"{e.id:<16} {e.kind:<8} {e.rating:7.0f} {e.games:7d} {e.wins:6d} "
-                         f"{e.draws:6d} {e.losses:6d} {e.win_rate:8.2f}  {status}")
-        return "\n".join(lines)
+        return self.pool.table(self.learner_rating)
 
     # -- evaluation ----------------------------------------------------------------
 

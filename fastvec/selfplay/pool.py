@@ -161,6 +161,22 @@ class Pool:
             removed.append(victim.id)
         return removed
 
+    def totals(self) -> dict[str, dict[str, int]]:
+        """The learner's wins, draws and losses against each entry that it played."""
+        return {e.id: {"win": e.wins, "draw": e.draws, "loss": e.losses}
+                for e in self if e.games}
+
+    def table(self, learner_rating: float) -> str:
+        """The entries as a text table, best rated first, after the learner's line."""
+        lines = [f"{'policy':<16} {'kind':<8} {'rating':>7} {'games':>7} {'win':>6} "
+                 f"{'draw':>6} {'loss':>6} {'win rate':>8}  status",
+                 f"{LEARNER:<16} {'learner':<8} {learner_rating:7.0f}"]
+        for e in sorted(self, key=lambda e: -e.rating):
+            status = "retired" if not e.in_pool else "in pool" if e.train else "eval only"
+            lines.append(f"{e.id:<16} {e.kind:<8} {e.rating:7.0f} {e.games:7d} {e.wins:6d} "
+                         f"{e.draws:6d} {e.losses:6d} {e.win_rate:8.2f}  {status}")
+        return "\n".join(lines)
+
     @classmethod
     def from_state(cls, state: dict[str, Any], acts: dict[str, Any]) -> Pool:
         """The pool that :meth:`state` wrote down; ``acts``: callables by id."""
