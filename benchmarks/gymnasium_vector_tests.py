@@ -104,9 +104,9 @@ class SyncVectorEnv(fastvec.SyncVecEnv):
 class AsyncVectorEnv(fastvec.SubprocVecEnv):
     """``gymnasium.vector.AsyncVectorEnv``'s signature over ``fastvec.SubprocVecEnv``.
 
-    ``shared_memory`` and ``daemon`` are ignored (fastvec always uses shared
-    memory for the spaces that fit it; its workers are always daemons). Every env
-    gets its own worker, as in Gymnasium.
+    ``shared_memory`` is ignored (fastvec always uses shared memory for the spaces
+    that fit it); ``daemon`` is the workers' flag, as in Gymnasium. Every env gets
+    its own worker, as in Gymnasium.
     """
 
     def __init__(
@@ -123,7 +123,7 @@ class AsyncVectorEnv(fastvec.SubprocVecEnv):
         if worker is not None:
             raise ValueError("fastvec has no custom worker functions (worker=...)")
         super().__init__(env_fns, num_workers=len(env_fns), context=context,
-                         autoreset_mode=autoreset_mode, copy=copy,
+                         autoreset_mode=autoreset_mode, copy=copy, daemon=daemon,
                          observation_mode=observation_mode)
 
 
