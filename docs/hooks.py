@@ -26,6 +26,8 @@ PAGES = {
 }
 SOURCE = {page: path for path, page in PAGES.items()}  # site page -> repository path
 LINK = re.compile(r"\]\(([^)#\s]+\.md)(#[^)\s]*)?\)")
+# A link to a heading on the same page: ](#anchor)
+SAME_PAGE = re.compile(r"\]\((#[^)\s]+)\)")
 
 
 def on_files(files, config):
@@ -35,8 +37,16 @@ def on_files(files, config):
     return files
 
 
+def site_anchor(anchor: str) -> str:
+    """GitHub's anchor of a heading as the site's: GitHub keeps every hyphen it makes of
+    spaces and punctuation (``### `a` / `b` `` is ``#a--b``), Python-Markdown's slugs
+    fold a run of them into one (``#a-b``)."""
+    return re.sub(r"-{2,}", "-", anchor)
+
+
 def on_page_markdown(markdown, page, config, files):
-    """Rewrite the repository's links between Markdown files to the site's pages."""
+    """Rewrite the repository's links between Markdown files to the site's pages, and
+    their anchors to the site's."""
     source = SOURCE.get(page.file.src_uri, "docs/" + page.file.src_uri)
 
     def rewrite(match: re.Match) -> str:
@@ -50,6 +60,7 @@ def on_page_markdown(markdown, page, config, files):
             path = path[len("docs/"):]
         else:
             return match.group(0)  # left as it is: the strict build reports it
-        return f"]({path}{anchor})"
+        return f"]({path}{site_anchor(anchor)})"
 
-    return LINK.sub(rewrite, markdown)
+    markdown = LINK.sub(rewrite, markdown)
+    return SAME_PAGE.sub(lambda match: f"]({site_anchor(match.group(1))})", markdown)
