@@ -501,5 +501,5 @@ def main() -> None:
     print(f"final average return: {np.mean(recent) if recent else float('nan'):.1f}")
 
 
-if __name__ == "__main__":  # worker processes start by forkserver (or spawn)
+if __name__ == "__main__":  # a script's entry point (fastvec's workers never re-import it)
     main()
