@@ -13,8 +13,14 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-import cv2
 import numpy as np
+
+try:
+    import ale_py  # noqa: F401  (the emulator and its ROMs)
+    import cv2
+except ImportError as err:
+    raise SystemExit(f"atari_profile.py needs the atari extra ({err.name} is missing): "
+                     'pip install -e ".[atari]"') from err
 
 import fastvec.atari
 from fastvec.atari import PreprocessedAtari

@@ -48,7 +48,8 @@ def make(env_id: str, num_envs: int, *, backend: str = "subproc",
         stack_size: Frames stacked in each observation, oldest first.
 
     Returns:
-        The vector env; observations ``(num_envs, stack_size, height, width)`` uint8.
+        The vector env; observations ``(num_envs, stack_size, height, width)`` uint8
+        (``(num_envs, stack_size, height, width, 3)`` with ``grayscale_obs=False``).
     """
     import fastvec
 
