@@ -37,6 +37,7 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastvec.errors import ClosedEnvError
+from fastvec.vector.arguments import parse_autoreset_mode
 
 __all__ = ["make_sb3_env", "to_sb3"]
 
@@ -126,7 +127,8 @@ def make_sb3_env(
         monitor: ``False`` leaves SB3's ``Monitor`` out (``make_vec_env`` always adds it).
         wrappers: More wrappers for each env, applied after ``wrapper_class``.
         vector_kwargs: Options of the fastvec env, as ``vec_env_kwargs``;
-            ``autoreset_mode`` is always ``"same_step"``.
+            ``autoreset_mode`` is always ``SAME_STEP`` (given, it may be spelt any way
+            the vector envs take: ``"same_step"``, ``"SameStep"``, ``"SAMESTEP"``...).
         **more_env_kwargs: More keyword arguments for each env (with ``env_kwargs``).
 
     Returns:
@@ -143,7 +145,7 @@ def make_sb3_env(
         options["context"] = options.pop("start_method")
     options.update(vector_kwargs or {})
     mode = options.pop("autoreset_mode", AutoresetMode.SAME_STEP)
-    if mode not in (AutoresetMode.SAME_STEP, "same_step", "SameStep", "SAME_STEP"):
+    if parse_autoreset_mode(mode) is not AutoresetMode.SAME_STEP:  # the vector envs' spellings
         raise ValueError(f"SB3 needs autoreset_mode='same_step', got {mode!r}")
     options["autoreset_mode"] = AutoresetMode.SAME_STEP
     vec_class = {"sync": fastvec.SyncVecEnv, "subproc": fastvec.SubprocVecEnv,

@@ -8,6 +8,7 @@ import sys
 import gymnasium as gym
 import numpy as np
 import pytest
+from gymnasium.vector import AutoresetMode
 
 pytest.importorskip("stable_baselines3")
 
@@ -215,6 +216,19 @@ def test_refuses_what_it_cannot_run():
     with pytest.raises(ValueError, match="same_step"):
         make_sb3_env("CartPole-v1", 2, backend="sync",
                      vector_kwargs={"autoreset_mode": "next_step"})
+    with pytest.raises(ValueError, match="expected autoreset_mode"):
+        make_sb3_env("CartPole-v1", 2, backend="sync", vector_kwargs={"autoreset_mode": "soon"})
+
+
+@pytest.mark.parametrize("spelling", ["same_step", "SameStep", "SAMESTEP", "sameStep",
+                                      "SAME_STEP", AutoresetMode.SAME_STEP])
+def test_make_sb3_env_takes_what_the_vector_envs_take(spelling):
+    with fastvec.SyncVecEnv(cartpole_fns(1), autoreset_mode=spelling) as envs:
+        assert envs.autoreset_mode is AutoresetMode.SAME_STEP
+    venv = make_sb3_env("CartPole-v1", 2, backend="sync",
+                        vector_kwargs={"autoreset_mode": spelling})
+    assert venv.envs.autoreset_mode is AutoresetMode.SAME_STEP
+    venv.close()
 
 
 @pytest.mark.subprocess
