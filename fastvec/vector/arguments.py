@@ -95,13 +95,15 @@ def _reset_mask(mask: Any, num_envs: int) -> np.ndarray:
 
 def async_vector_env_options(num_workers: int | None, default_workers: Callable[[], int],
                              shared_memory: bool, worker: Callable | None,
-                             max_concurrency: int | None) -> int | None:
+                             max_concurrency: int | None, local_block: bool = False
+                             ) -> int | None:
     """Gymnasium ``AsyncVectorEnv``'s options, taken so that its arguments carry over.
 
-    ``max_concurrency`` caps the workers (each steps its envs one after another, so
-    at most that many envs step at once); ``shared_memory=False`` and a custom
-    ``worker`` cannot apply and each says so in a ``UserWarning``.  Returns the
-    number of workers (None: the default).
+    ``max_concurrency`` caps the blocks that step at once (each steps its envs one
+    after another, so at most that many envs step at once): the workers, and with
+    ``local_block`` the trainer's block too, so one worker fewer.
+    ``shared_memory=False`` and a custom ``worker`` cannot apply and each says so in
+    a ``UserWarning``.  Returns the number of workers (None: the default).
     """
     if not shared_memory:
         warnings.warn("SubprocVecEnv always steps through shared memory: "
@@ -116,4 +118,9 @@ def async_vector_env_options(num_workers: int | None, default_workers: Callable[
             or max_concurrency < 1:
         raise ValueError(f"expected max_concurrency to be a positive int or None, got "
                          f"{max_concurrency!r}")
-    return min(default_workers() if num_workers is None else num_workers, int(max_concurrency))
+    cap = int(max_concurrency) - bool(local_block)  # the trainer's block steps beside them
+    if cap < 1:
+        raise ValueError("expected max_concurrency >= 2 with local_block=True (the trainer's "
+                         "block steps beside at least one worker), got "
+                         f"{max_concurrency!r}; use local_block=False to step one block at a time")
+    return min(default_workers() if num_workers is None else num_workers, cap)

@@ -68,7 +68,9 @@ class SubprocVecEnv(RemoteVecEnv):
             ``False`` lets an env start processes of its own (a daemonic process may
             not); either way the workers end with the trainer.
         max_concurrency: at most this many envs step at once (``AsyncVectorEnv``'s):
-            caps ``num_workers``, since a worker steps its envs one after another.
+            caps ``num_workers``, since a worker steps its envs one after another; with
+            ``local_block`` the trainer's block is one of them (``num_workers`` at most
+            ``max_concurrency - 1``).
         shared_memory: accepted so that ``AsyncVectorEnv``'s arguments carry over;
             fastvec always steps through shared memory, so ``False`` cannot apply
             and a ``UserWarning`` says so.
@@ -119,7 +121,7 @@ class SubprocVecEnv(RemoteVecEnv):
         check_positive(batch_size)  # the rest once the rows are known (games fill several)
         num_workers = async_vector_env_options(
             num_workers, lambda: default_num_workers(len(env_fns), bool(local_block)),
-            shared_memory, worker, max_concurrency)
+            shared_memory, worker, max_concurrency, bool(local_block))
         pool = process_pool(env_fns, mode_code(mode), bool(copy), num_workers, context,
                             timeout, on_worker_failure, observation_mode, max_restarts,
                             bool(local_block), bool(daemon), self.frame_stack)

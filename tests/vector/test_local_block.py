@@ -10,7 +10,9 @@ the local envs in place.
 from __future__ import annotations
 
 import collections
+import fcntl
 import functools
+import time
 import warnings
 
 import gymnasium as gym
@@ -193,3 +195,59 @@ def test_unusable_after_a_worker_dies_even_with_a_local_block(make_subproc):
         vec.call_each(lambda env: __import__("os")._exit(3), indices=[3])
     with pytest.raises(FastVecError, match="unusable"):
         vec.step(np.zeros(4, np.int64))
+
+
+class InsideStepEnv(gym.Env):
+    """Counts, in a file shared by every process, how many envs are inside ``step()``;
+    the file holds ``"<now> <most ever>"``.
+    """
+
+    observation_space = gym.spaces.Box(0.0, 1.0, (1,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        return np.zeros(1, np.float32), {}
+
+    def step(self, action):
+        self._count(+1)
+        time.sleep(0.02)  # long enough for the other blocks to come in
+        self._count(-1)
+        return np.zeros(1, np.float32), 0.0, False, False, {}
+
+    def _count(self, delta: int) -> None:
+        with open(self.path, "r+") as f:
+            fcntl.flock(f, fcntl.LOCK_EX)  # released when the file closes
+            now, most = (int(x) for x in f.read().split())
+            f.seek(0)
+            f.truncate()
+            f.write(f"{now + delta} {max(most, now + delta)}")
+
+
+@pytest.mark.parametrize("batch_size", [None, 3])
+def test_max_concurrency_counts_the_trainers_block(tmp_path, batch_size):
+    path = tmp_path / "inside"
+    path.write_text("0 0")
+    fns = [functools.partial(InsideStepEnv, str(path))] * 6
+    with fastvec.SubprocVecEnv(fns, num_workers=4, max_concurrency=2, local_block=True,
+                               batch_size=batch_size, context="fork") as vec:
+        assert vec.num_workers == 1  # and the trainer's block: 2 blocks of 3 envs
+        if batch_size is None:
+            vec.reset(seed=0)
+            for _ in range(4):
+                vec.step(np.zeros(6, np.int64))
+        else:
+            vec.async_reset(seed=0)
+            for _ in range(8):
+                *_, ids = vec.recv()
+                vec.send(np.zeros(len(ids), np.int64), ids)
+    now, most = (int(x) for x in path.read_text().split())
+    assert most == 2, f"{most} envs stepped at once with max_concurrency=2"
+    with fastvec.SubprocVecEnv(fns, num_workers=4, max_concurrency=3, local_block=True,
+                               context="fork") as vec:
+        assert vec.num_workers == 2
+    with pytest.raises(ValueError, match="max_concurrency >= 2 with local_block=True"):
+        fastvec.SubprocVecEnv(fns, max_concurrency=1, local_block=True)
