@@ -12,8 +12,9 @@ Usage::
 Prints, per workload and system, the median env-steps per second, the spread of
 the repeats, the p50/p99 duration of one batched step, and ratios to ``plain``
 (a bare Python loop over the envs) and ``gymnasium-sync``.  Systems whose
-package is absent (SB3, PufferLib, EnvPool) are listed as unavailable, and so is
-the ``pong`` workload without its extra (``pip install -e ".[atari]"``).
+package is absent (SB3, PufferLib, EnvPool) are listed as unavailable, and so are
+the Atari workloads (``pong``, ``breakout`` and their ``-direct`` forms) without their
+extra (``pip install -e ".[atari]"``).
 ``--policy-us N`` burns N µs of CPU in the trainer per batch of all ``num_envs``
 actions, as a policy forward pass would, between receiving a batch and sending
 its actions (see :mod:`fastvec.bench.drivers`).  ``--help`` lists
@@ -92,8 +93,10 @@ def _step_for(
 
 
 def build_driver(system: str, spec: Workload) -> Driver:
-    """``system``'s driver over ``spec``'s envs; a workload's frames are stacked by
-    fastvec's ``frame_stack`` where the system has it, else by ``FrameStackObservation``.
+    """``system``'s driver over ``spec``'s envs.
+
+    A workload's frames are stacked by fastvec's ``frame_stack`` where the system has
+    it, else by ``FrameStackObservation``.
     """
     env_fn, options = spec.make_env, {}
     if spec.frame_stack and SYSTEMS[system].frame_stack:
@@ -193,7 +196,7 @@ def workload_unavailable_reason(name: str) -> str | None:
 def run(args: argparse.Namespace) -> Cells:
     """Measure every workload x system, interleaving the repeats.
 
-    A system restricted to some workloads (``envpool``: ``pong``) gets no cell on
+    A system restricted to some workloads (``envpool``: the Atari ones) gets no cell on
     the others; an unavailable workload or system gets cells with the reason.
     """
     reasons = {s: unavailable_reason(s) for s in args.systems}
@@ -263,16 +266,19 @@ defaults (without --workloads / --systems):
   --full adds
     workloads  {full_w}
     systems    {full_s}
-  only when named in --systems (many workers, heavy on a small machine):
+  only when named in --systems (many workers or Ray: heavy on a small machine):
     systems    {named_s}
-  only when named in --workloads (a real game, needs an extra):
-    workloads  {named_w}
+  only when named in --workloads:
+    workloads  {named_synthetic} (synthetic, no extra needed)
+    workloads  {named_atari} (real Atari games)
+{only_on}
 optional systems whose package is absent are skipped with a note: sb3-subproc
 (pip install stable-baselines3), pufferlib-* (pip install pufferlib), envpool
-(pip install envpool; runs only on pong and pong-direct, as does ale-vector). The
-pong workload needs the atari extra: pip install -e ".[atari]" (ale-py, which
-ships the ROMs, and
-opencv-python-headless); without it pong is skipped with a note.
+(pip install envpool), ale-vector (the atari extra), supersuit* (pip install -e
+".[compare]"), fastvec-ray* (pip install -e ".[ray]"). The Atari workloads need
+the atari extra: pip install -e ".[atari]" (ale-py, which ships the ROMs, and
+opencv-python-headless), the duel workloads the multiagent extra (pip install -e
+".[multiagent]"); without them they are skipped with a note.
 --policy-us N: the trainer burns N us of CPU per batch of all num_envs actions,
 as a policy forward pass would, between receiving a batch and sending its
 actions (sync systems: before each step). A driver handing out a smaller batch
@@ -287,14 +293,28 @@ method and dated results: benchmarks/README.md in the source tree.
 
 
 def _defaults() -> dict[str, list[str]]:
-    return {
-        "quick_w": [w.name for w in WORKLOADS.values() if w.tier == "quick"],
-        "full_w": [w.name for w in WORKLOADS.values() if w.tier == "full"],
-        "named_w": [w.name for w in WORKLOADS.values() if w.tier == "named"],
-        "quick_s": [s.name for s in SYSTEMS.values() if s.tier == "quick"],
-        "full_s": [s.name for s in SYSTEMS.values() if s.tier == "full"],
-        "named_s": [s.name for s in SYSTEMS.values() if s.tier == "named"],
-    }
+    """The workloads (``quick_w``...) and systems (``quick_s``...) of each tier."""
+    tiers: dict[str, list[str]] = {}
+    for tier in ("quick", "full", "named"):
+        tiers[f"{tier}_w"] = [w.name for w in WORKLOADS.values() if w.tier == tier]
+        tiers[f"{tier}_s"] = [s.name for s in SYSTEMS.values() if s.tier == tier]
+    return tiers
+
+
+def _epilog(tiers: dict[str, list[str]]) -> str:
+    """The help's epilog, its lists read from the registries (so they cannot drift)."""
+    named = [WORKLOADS[w] for w in tiers["named_w"]]
+    restricted: dict[tuple[str, ...], list[str]] = {}
+    for s in SYSTEMS.values():
+        if s.workloads is not None:
+            restricted.setdefault(s.workloads, []).append(s.name)
+    only_on = "\n".join(f"{' and '.join(names)} run only on {', '.join(only)}."
+                        for only, names in restricted.items())
+    lists = {k: ", ".join(v) for k, v in tiers.items()}
+    return _EPILOG.format(
+        **lists, only_on=only_on,
+        named_synthetic=", ".join(w.name for w in named if not w.requires),
+        named_atari=", ".join(w.name for w in named if "ale_py" in w.requires))
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -304,7 +324,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         prog="python -m fastvec.bench",
         description="Env-steps per second of vector envs on a few workloads (median of repeats), "
         "with the p50 and p99 duration of one batched step.",
-        epilog=_EPILOG.format(**{k: ", ".join(v) for k, v in tiers.items()}),
+        epilog=_epilog(tiers),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add = p.add_argument

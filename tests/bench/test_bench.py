@@ -369,3 +369,14 @@ def test_help_documents_the_new_options(capsys) -> None:
     assert "--policy-us N" in text and "N * k / num_envs" in text
     assert ".[atari]" in text and "pong" in text and "envpool" in text
     assert "fastvec-local" in text and "fastvec-local-async" in text
+    assert "envpool and ale-vector run only on pong, pong-direct, breakout, breakout-direct." \
+        in text  # the registry's restriction, not a copy of it
+    assert "block10ms (synthetic" in text and "breakout-direct (real Atari games)" in text
+
+
+def test_help_lists_every_workload_and_system_once() -> None:
+    text = cli._epilog(cli._defaults())
+    listed = [name for line in text.splitlines()
+              if line.strip().startswith(("workloads ", "systems "))
+              for name in line.split(None, 1)[1].split(" (")[0].split(", ")]
+    assert sorted(listed) == sorted([*WORKLOADS, *systems.SYSTEMS])
