@@ -10,6 +10,8 @@ semantics, so trainers written for Gymnasium work unchanged.
   (needs the ``ray`` extra; Ray is imported when the first one is made, so
   ``import fastvec`` works without it).
 - :func:`make`: a vector env from a registered id, like ``gymnasium.make_vec``.
+- :func:`register`: an id that ``gymnasium.make_vec`` makes with fastvec
+  (``import fastvec`` registers ``fastvec/<id>`` for Gymnasium's own envs).
 - :func:`make_multiagent`: PettingZoo games as rows, one per seat (self-play:
   :mod:`fastvec.selfplay`).
 - :func:`tile_images`: the frames of ``render()`` as one image.
@@ -55,6 +57,7 @@ from fastvec import errors
 from fastvec._version import __version__ as __version__
 from fastvec.make import make
 from fastvec.multiagent import make_multiagent
+from fastvec.registration import register
 from fastvec.spaces.frame_stack import FrameStack
 from fastvec.tiling import tile_images
 from fastvec.vector.ray import RayVecEnv
@@ -62,5 +65,5 @@ from fastvec.vector.subproc import SubprocVecEnv
 from fastvec.vector.sync import SyncVecEnv
 
 __all__ = ["FrameStack", "RayVecEnv", "SubprocVecEnv", "SyncVecEnv", "errors", "make",
-           "make_multiagent", "tile_images"]
+           "make_multiagent", "register", "tile_images"]
 
