@@ -9,11 +9,12 @@ frames stacked in the batch's records (the vector env's ``frame_stack``).
 from __future__ import annotations
 
 import functools
+import importlib.util
 from typing import Any
 
 import gymnasium as gym
 
-from fastvec.atari.env import PreprocessedAtari
+from fastvec.atari.env import _INSTALL, PreprocessedAtari
 from fastvec.spaces.frame_stack import FrameStack
 
 __all__ = ["PreprocessedAtari", "make"]
@@ -56,6 +57,8 @@ def make(env_id: str, num_envs: int, *, backend: str = "subproc",
     if vector_kwargs and "frame_stack" in vector_kwargs:
         raise ValueError("expected stack_size to set the frame stack, not vector_kwargs"
                          "['frame_stack']")
+    if any(importlib.util.find_spec(name) is None for name in ("ale_py", "cv2")):
+        raise ImportError(_INSTALL)  # here, not in each worker as it builds its envs
     stack = FrameStack(stack_size)  # checked before any env is built
     env_fn = functools.partial(
         PreprocessedAtari, env_id, env_kwargs, noop_max=noop_max, frame_skip=frame_skip,
