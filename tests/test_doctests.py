@@ -6,8 +6,11 @@ is ``<!-- run -->`` (invisible on GitHub), or ``<!-- run: needs pettingzoo, pyga
 -->`` for a block that needs optional packages.  The marked blocks of one page
 run in order in one namespace, as a script would (``__name__`` is
 ``"__main__"``), so a page can define an env in one block and use it in the
-next; at the first block whose packages are not installed, the rest of the page
-is skipped.  Unmarked blocks are illustrations and are not run.
+next.  A block whose packages are not installed is skipped, and so is every later
+block that needs packages (it may use what a skipped block defined); blocks that
+need nothing still run, so they must not use what a block with needs defined.  A
+page whose every block is skipped is a skipped test.  Unmarked blocks are
+illustrations and are not run.
 """
 
 from __future__ import annotations
@@ -87,11 +90,12 @@ def test_pages_with_marked_blocks_are_found() -> None:
 @pytest.mark.parametrize("page", PAGES, ids=lambda page: page.name)
 def test_marked_code_blocks_run(page: Path) -> None:
     namespace: dict = {"__name__": "__main__"}
+    blocks, skipped = run_blocks(page), []
     try:
-        for number, (needs, code) in enumerate(run_blocks(page), start=1):
-            if missing(needs):
-                pytest.skip(f"{page.name}, run block {number} and after need "
-                            f"{', '.join(missing(needs))}")
+        for number, (needs, code) in enumerate(blocks, start=1):
+            if missing(needs) or (needs and skipped):
+                skipped.append(f"block {number} ({', '.join(missing(needs)) or 'after a skip'})")
+                continue
             try:
                 exec(compile(code, f"{page.name}, block {number}", "exec"), namespace)
             except Exception as exc:
@@ -102,6 +106,9 @@ def test_marked_code_blocks_run(page: Path) -> None:
                 continue  # (a module's lazy attributes may raise ImportError)
             if hasattr(value, "close") and hasattr(value, "num_envs"):
                 value.close()
+    if blocks and len(skipped) == len(blocks):
+        pytest.skip(f"{page.name}: every run block needs a package that is missing: "
+                    f"{'; '.join(skipped)}")
 
 
 def anchors(page: Path) -> set[str]:
