@@ -154,7 +154,10 @@ def write_json(path: str, args: argparse.Namespace, cells: Cells, extra: dict[st
 
 
 def write_plot(path: str, cells: Cells, workloads: list[str], title: str) -> None:
-    """One bar panel per workload (their scales differ), each bar labelled with its median."""
+    """One bar panel per workload (their scales differ), each bar labelled with its median.
+
+    fastvec's systems are blue, the others grey.
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -167,7 +170,8 @@ def write_plot(path: str, cells: Cells, workloads: list[str], title: str) -> Non
     for ax, w in zip(axes[0], workloads, strict=True):
         medians = [(y, cells[w, s].median) for y, s in enumerate(systems) if (w, s) in cells]
         bars = [(y, m) for y, m in medians if m]
-        ax.barh([y for y, _ in bars], [m for _, m in bars], color="tab:blue")
+        colors = ["tab:blue" if systems[y].startswith("fastvec") else "tab:gray" for y, _ in bars]
+        ax.barh([y for y, _ in bars], [m for _, m in bars], color=colors)
         for y, m in bars:
             ax.text(m, y, f" {m / 1000:,.1f}k", va="center", fontsize=8)
         ax.set_xlim(0, max((m for _, m in bars), default=1.0) * 1.35)
