@@ -24,6 +24,7 @@ from gymnasium.error import AlreadyPendingCallError, ClosedEnvironmentError, NoA
 __all__ = [
     "AlreadyPendingCallError",
     "ClosedEnvError",
+    "EnvFnError",
     "FastVecError",
     "NoAsyncCallError",
     "ObjectSpaceWarning",
@@ -152,6 +153,28 @@ class ObservationError(FastVecError, ValueError):
     Also a ``ValueError``.  The message names the env index and the leaf
     (``obs["image"]``), with the shape or dtype found and expected.  What Gymnasium's
     own batching accepts is accepted (same-kind casts, array-likes).
+    """
+
+
+class EnvFnError(FastVecError, TypeError, ValueError):
+    """An env function cannot be used: it returned something that is not an env (a
+    ``gymnasium.Env``, or a PettingZoo game), or it cannot be pickled to go to the
+    worker processes or Ray actors that call it.
+
+    Raised in the trainer on every backend, before any step; the message names the
+    env function by its index in ``env_fns``, says what it returned (or which
+    object could not be pickled) and what was expected; the pickling error is the
+    ``__cause__``.  A ``TypeError`` (the wrong kind of object) and a ``ValueError``
+    (fastvec's rule for a mistake in what the user handed over), so code catching
+    either keeps working.
+
+    Example:
+        >>> import fastvec
+        >>> try:
+        ...     fastvec.SyncVecEnv([lambda: None])
+        ... except TypeError as exc:
+        ...     print(type(exc).__name__, "-", str(exc).split(";")[0])
+        EnvFnError - env_fns[0] returned None (NoneType)
     """
 
 

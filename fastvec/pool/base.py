@@ -70,6 +70,8 @@ class Pool(ABC):
     unit_name = "env"  # "game" for multi-agent games
     seats = 1  # rows per env function: one, or one per seat of a game
     owner = "vector env"  # how messages name the vector env
+    block_word = "block"  # what messages call a block's host: "worker", "actor"
+    first_remote = 0  # blocks before it step in this process (a process pool's local block)
     about: About  # what the blocks built (env 0's spaces, metadata...)
     observation_spaces: tuple[Any, Any]  # (single, batched or None), see observation_mode
     buffers: Buffers
@@ -85,6 +87,14 @@ class Pool(ABC):
     @property
     def num_rows(self) -> int:
         return self.bounds[-1][1]
+
+    def block_name(self, b: int) -> str:
+        """How messages name block ``b``'s host: ``worker 0`` (numbered after the trainer's
+        own block, if any), ``actor 2``, or ``the local block``.
+        """
+        if b < self.first_remote:
+            return "the local block"
+        return f"{self.block_word} {b - self.first_remote}"
 
     # -- what a member implements -----------------------------------------------------
 

@@ -5,8 +5,8 @@ A worker process or a Ray actor that catches an exception sends an
 (CPython's ``concurrent.futures`` does the same), so the trainer tells an env
 that raised (a report) from a worker that died.  The trainer raises a
 ``WorkerError`` with the remote traceback as ``__cause__``, or, for a mistake in
-what the user handed over (``ObservationError``, ``SpacesMismatchError``), that
-error itself (:func:`rebuild_mistake`).
+what the user handed over (``EnvFnError``, ``ObservationError``,
+``SpacesMismatchError``), that error itself (:func:`rebuild_mistake`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import traceback
 from typing import NamedTuple
 
-from fastvec.errors import ObservationError, SpacesMismatchError
+from fastvec.errors import EnvFnError, ObservationError, SpacesMismatchError
 
 __all__ = ["ErrorReport", "RemoteTraceback", "rebuild_mistake", "report_error"]
 
@@ -23,9 +23,9 @@ class ErrorReport(NamedTuple):
     """An exception where the envs run; ``env_index`` counts from the block's first env.
 
     ``mistake``: the name of the fastvec error to raise as it is in the trainer (a
-    mistake in what the user handed over: an observation that does not fit, spaces
-    or agents fastvec cannot batch), or None for an env that failed (a
-    ``WorkerError`` in the trainer).
+    mistake in what the user handed over: an env function that returned no env, an
+    observation that does not fit, spaces or agents fastvec cannot batch), or None
+    for an env that failed (a ``WorkerError`` in the trainer).
     """
 
     env_index: int | None
@@ -46,7 +46,7 @@ class RemoteTraceback(Exception):
         return f'\n"""\n{self.text}"""'
 
 
-_MISTAKES = {cls.__name__: cls for cls in (ObservationError, SpacesMismatchError)}
+_MISTAKES = {cls.__name__: cls for cls in (EnvFnError, ObservationError, SpacesMismatchError)}
 
 
 def report_error(exc: BaseException, env_index: int | None,

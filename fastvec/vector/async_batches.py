@@ -43,28 +43,29 @@ def check_positive(batch_size: int | None) -> None:
 
 
 def check_batch_size(batch_size: int | None, num_envs: int, num_workers: int,
-                     local: int = 0) -> int:
+                     local: int = 0, host: str = "worker") -> int:
     """The batch size to use; ValueError saying which values work when it cannot be.
 
     ``local``: 1 when a block steps in the trainer's process besides the workers'.
+    ``host``: what the blocks' hosts are called (``"actor"``: ``num_actors``).
     """
     if batch_size is None or batch_size == num_envs:
         return num_envs
     check_positive(batch_size)
     if batch_size > num_envs:
         raise ValueError(f"expected batch_size <= num_envs = {num_envs}, got {batch_size}")
-    blocks = num_workers + local
-    name = f"num_workers + 1 = {blocks}" if local else f"num_workers = {blocks}"
+    blocks, arg = num_workers + local, f"num_{host}s"
+    name = f"{arg} + 1 = {blocks}" if local else f"{arg} = {blocks}"
     if num_envs % blocks:
         workers = [w - local for w in range(1 + local, num_envs + 1) if num_envs % w == 0]
-        raise ValueError(f"async batches need equal worker blocks: num_envs = {num_envs} is "
-                         f"not divisible by {name} (try num_workers in {workers})")
+        raise ValueError(f"async batches need equal {host} blocks: num_envs = {num_envs} is "
+                         f"not divisible by {name} (try {arg} in {workers})")
     block = num_envs // blocks
     if batch_size % block:
         sizes = list(range(block, num_envs + 1, block))
-        divisor = "num_envs // (num_workers + 1)" if local else "num_envs // num_workers"
+        divisor = f"num_envs // ({arg} + 1)" if local else f"num_envs // {arg}"
         raise ValueError(f"batch_size must be a multiple of {divisor} = {block} "
-                         f"(batches are whole worker blocks): one of {sizes}, got {batch_size}")
+                         f"(batches are whole {host} blocks): one of {sizes}, got {batch_size}")
     return int(batch_size)
 
 
@@ -104,9 +105,9 @@ class AsyncBatches:
         if mask is None:
             self._drain()
         elif self.in_flight[blocks].any():
-            busy = [w for w in blocks if self.in_flight[w]]
-            raise ValueError(f"reset_mask selects envs of workers {busy}, which are in flight; "
-                             "recv() them before resetting")
+            busy = ", ".join(self.pool.block_name(w) for w in blocks if self.in_flight[w])
+            raise ValueError(f"reset_mask selects envs of {busy}, in flight; recv() them "
+                             "before resetting")
         # The reset envs start afresh; the other envs of their workers' blocks come back
         # in the next batch again with their last results (flags included, so a trainer
         # still sees that an unmasked env ended).
@@ -166,9 +167,10 @@ class AsyncBatches:
         checker = self.checkers.get(len(ids))
         if checker is None:
             checker = ActionChecker(self.single_action_space,
-                                    batch_space(self.single_action_space, len(ids)), len(ids))
+                                    batch_space(self.single_action_space, len(ids)), len(ids),
+                                    self.pool.about.agents)
             self.checkers[len(ids)] = checker
-        checked = checker.check(actions)
+        checked = checker.check(actions, env_ids=ids)  # messages name envs by their env_ids
         needs_reset = self.buffers.needs_reset
         if self.mode_code == Autoreset.DISABLED and needs_reset[ids].any():
             done = ids[needs_reset[ids]].tolist()
@@ -197,16 +199,17 @@ class AsyncBatches:
         blocks = sorted({int(i) // self.block_size for i in ids})
         for w in blocks:
             a, b = self.bounds[w]
+            host = self.pool.block_name(w)  # worker k, actor k or the local block
             if self.in_flight[w]:
-                raise ValueError(f"envs {a}..{b - 1} (worker {w}) are already in flight; "
+                raise ValueError(f"envs {a}..{b - 1} ({host}) are already in flight; "
                                  "recv() them before sending to them again")
             if not self.held[w]:
-                raise ValueError(f"envs {a}..{b - 1} (worker {w}) have not been received; "
+                raise ValueError(f"envs {a}..{b - 1} ({host}) have not been received; "
                                  "send() only to env_ids that recv() returned")
             if np.count_nonzero((ids >= a) & (ids < b)) != b - a:
-                raise ValueError(f"env_ids must name whole worker blocks of {self.block_size} "
-                                 f"envs: worker {w} holds envs {a}..{b - 1}, got "
-                                 f"{ids.tolist()}")
+                raise ValueError(f"env_ids must name whole {self.pool.block_word} blocks of "
+                                 f"{self.block_size} envs: {host} holds envs {a}..{b - 1}, "
+                                 f"got {ids.tolist()}")
         return ids.astype(np.int64), blocks
 
 

@@ -94,7 +94,8 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         self.observation_space = batch_space(single, num_envs) if batched is None else batched
         self.single_action_space = about.action_space
         self.action_space = batch_space(about.action_space, num_envs)
-        self._actions = ActionChecker(about.action_space, self.action_space, num_envs)
+        self._actions = ActionChecker(about.action_space, self.action_space, num_envs,
+                                      about.agents)  # games: messages name row, game, agent
         self._stats = EpisodeStats(num_envs, self._games) if self.episode_statistics else None
         lock = threading.Lock()  # held by the call in progress (see _guarded)
         self._acquire, self._leave = lock.acquire, lock.release

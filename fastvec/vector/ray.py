@@ -123,7 +123,8 @@ class RayVecEnv(RemoteVecEnv):
         self.on_worker_failure = on_worker_failure
         self.max_restarts = max_restarts
         try:
-            self.batch_size = check_batch_size(batch_size, pool.num_rows, num_actors)
+            self.batch_size = check_batch_size(batch_size, pool.num_rows, num_actors,
+                                               host="actor")
             self._setup(pool, mode, copy, episode_statistics)
         except BaseException:
             pool.close(terminate=True)

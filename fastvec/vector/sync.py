@@ -8,6 +8,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from fastvec.pool.build import local_pool
+from fastvec.pool.env_fns import close_quietly, make_envs
 from fastvec.spaces.frame_stack import FrameStack, parse_frame_stack
 from fastvec.spaces.observation_mode import ObservationMode, check_observation_mode
 from fastvec.vector.arguments import mode_code, parse_autoreset_mode
@@ -55,6 +56,8 @@ class SyncVecEnv(BatchedVecEnv):
         ValueError: ``env_fns`` is empty, the envs' spaces differ (the message names
             the env and, apart from ``"same"``, what differs), or ``autoreset_mode`` or
             ``observation_mode`` is unknown.
+        EnvFnError: an env function returned something that is not an env (a
+            ``TypeError`` and a ``ValueError``; the envs made before are closed).
 
     Example:
         >>> import fastvec
@@ -80,12 +83,11 @@ class SyncVecEnv(BatchedVecEnv):
         self.frame_stack = parse_frame_stack(frame_stack)
         self.observation_mode = observation_mode
         self.env_fns = env_fns
-        self.envs: list[gym.Env] = [env_fn() for env_fn in env_fns]
+        self.envs: list[gym.Env] = make_envs(env_fns)  # closed again if one fails
         try:
             pool = local_pool(self.envs, mode_code(mode), bool(copy), observation_mode,
                               self.frame_stack)
         except BaseException:
-            for env in self.envs:
-                env.close()
+            close_quietly(self.envs)
             raise
         self._setup(pool, mode, copy, episode_statistics)

@@ -9,6 +9,7 @@ Failures of processes (a worker that dies, hangs or is restarted) are
 from __future__ import annotations
 
 import re
+import threading
 import time
 
 import gymnasium as gym
@@ -16,7 +17,7 @@ import numpy as np
 import pytest
 
 from tests.support import leaks
-from tests.support.backends import skip_async
+from tests.support.backends import RAY, SYNC, skip_async
 from tests.support.compare import assert_obs_equal, assert_tree_equal
 from tests.support.envs import (
     BAD_OBS_PATH,
@@ -25,6 +26,7 @@ from tests.support.envs import (
     BadObsEnv,
     CountingEnv,
     EnvBoom,
+    ProbeEnv,
     RaisingEnv,
     SyntheticEnv,
     make_fns,
@@ -57,6 +59,82 @@ def test_envs_with_different_spaces_are_a_value_error_naming_the_env(make_envs):
         make_envs(make_fns(SyntheticEnv, N, per_env={"layout": layouts}))
     # also what Gymnasium's vector envs raise, so code written for them catches it
     assert isinstance(caught.value, RuntimeError)
+    assert leaks.wait_no_children(2.0) == [], "a failed constructor left workers behind"
+
+
+# ---------------------------------------------------------------------------
+# env functions that return no env, or cannot be pickled: EnvFnError (a TypeError and a
+# ValueError) naming the env function, raised in the trainer; what was made is closed,
+# no worker is left behind
+
+
+def returns_none():
+    return None
+
+
+def returns_a_number():
+    return 3
+
+
+def returns_the_class():
+    return CountingEnv
+
+
+# id -> (bad env function, its index, what the message says it returned)
+NOT_AN_ENV = {
+    "none": (returns_none, 4, r"env_fns\[4\] returned None \(NoneType\)"),
+    "number": (returns_a_number, 4, r"env_fns\[4\] returned 3 \(int\)"),
+    "class": (returns_the_class, 4,
+              r"env_fns\[4\] returned the class CountingEnv, not an instance of it"),
+    "none_first": (returns_none, 0, r"env_fns\[0\] returned None"),  # the local block's
+}
+
+
+@pytest.mark.fastvec_only
+@pytest.mark.parametrize("case", list(NOT_AN_ENV))
+def test_an_env_fn_that_returns_no_env_is_an_env_fn_error(case, impl, make_envs, tmp_path):
+    bad_fn, bad, returned = NOT_AN_ENV[case]
+    log = tmp_path / "closed"
+    fns = make_fns(ProbeEnv, N, close_log=str(log))
+    fns[bad] = bad_fn
+    with pytest.raises(impl.errors.EnvFnError) as caught:
+        make_envs(fns)
+    error = caught.value
+    assert isinstance(error, TypeError) and isinstance(error, ValueError)
+    message = str(error)
+    assert re.search(returned, message), message
+    assert "expected a gymnasium.Env (or a PettingZoo game" in message, message
+    assert leaks.wait_no_children(2.0) == [], "a failed constructor left workers behind"
+    closed = [int(line) for line in log.read_text().split()] if log.exists() else []
+    assert len(closed) == len(set(closed)), f"an env was closed twice: {closed}"
+    assert bad not in closed
+    if bad == 4:  # envs 0..3 were made (by every backend) and closed; env 5 if it was made
+        assert set(range(4)) <= set(closed) <= {0, 1, 2, 3, 5}, closed
+
+
+def unpicklable_fns() -> tuple[list, threading.Lock]:
+    lock = threading.Lock()  # a lock cannot be pickled
+    fns = make_fns(CountingEnv, N)
+    fns[4] = lambda: CountingEnv(env_id=4) if lock else None
+    return fns, lock
+
+
+@pytest.mark.fastvec_only
+def test_an_env_fn_that_cannot_be_pickled_says_which_and_why(impl, backend, make_envs):
+    fns, _ = unpicklable_fns()
+    if backend == SYNC:  # nothing is pickled
+        assert make_envs(fns).num_envs == N
+        return
+    with pytest.raises(impl.errors.EnvFnError) as caught:
+        make_envs(fns)
+    message = str(caught.value)
+    hosts = "RayVecEnv's actors" if backend == RAY else "SubprocVecEnv's workers"
+    for part in ("env_fns[4] cannot be pickled", f"{hosts} get their env functions by "
+                 "cloudpickle", "cannot pickle '_thread.lock' object",
+                 "the variable 'lock' it closes over, a _thread.lock",
+                 "inside the env function", "functools.partial", "use SyncVecEnv"):
+        assert part in message, f"{part!r} not in {message!r}"
+    assert isinstance(caught.value.__cause__, TypeError), repr(caught.value.__cause__)
     assert leaks.wait_no_children(2.0) == [], "a failed constructor left workers behind"
 
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import collections
 import fcntl
 import functools
+import re
+import threading
 import time
 import warnings
 
@@ -164,6 +166,36 @@ def test_local_env_failing_to_build_is_a_worker_error_and_leaves_nothing(make_su
     with pytest.raises(WorkerError, match=r"env 0 \(local block\) raised ZeroDivisionError "
                                           "during building its envs"):
         make_subproc(fns, num_workers=1, local_block=True, context="fork")
+
+
+def test_the_local_block_never_pickles_its_env_fns(make_subproc):
+    lock = threading.Lock()  # cannot be pickled: fine in the trainer's own block
+    fns = [lambda: CountingEnv(env_id=0) if lock else None] + make_fns(CountingEnv, 4)[1:]
+    assert make_subproc(fns, num_workers=1, local_block=True, context="fork").num_envs == 4
+    with pytest.raises(fastvec.errors.EnvFnError, match=r"env_fns\[0\] cannot be pickled"):
+        make_subproc(fns, num_workers=1, context="fork")
+
+
+def test_async_messages_number_the_workers_after_the_local_block(make_subproc):
+    """Blocks: envs 0..1 (the local block), 2..3 (worker 0), 4..5 (worker 1), as the
+    ``WorkerError`` of an env of theirs would name them."""
+    vec = make_subproc(make_fns(CountingEnv, 6), num_workers=2, local_block=True,
+                       batch_size=2, context="fork")
+    names = {0: "envs 0..1 (the local block)", 2: "envs 2..3 (worker 0)",
+             4: "envs 4..5 (worker 1)"}
+    vec.async_reset(seed=0)
+    ids = vec.recv()[-1]
+    for first, name in names.items():
+        if first not in ids:  # reset, not received yet
+            with pytest.raises(ValueError, match=re.escape(f"{name} are already in flight")):
+                vec.send(np.zeros(2, np.int64), np.array([first, first + 1]))
+    holder = names[int(ids[0])].split("(")[1].rstrip(")")
+    with pytest.raises(ValueError, match=f"whole worker blocks of 2 envs: {holder} holds"):
+        vec.send(np.zeros(1, np.int64), ids[:1])
+    busy = [name.split("(")[1].rstrip(")") for first, name in names.items() if first not in ids]
+    with pytest.raises(ValueError, match=f"reset_mask selects envs of {', '.join(busy)}, in "
+                                         "flight"):
+        vec.async_reset(options={"reset_mask": np.ones(6, bool)})
 
 
 @pytest.mark.parametrize("kwargs, match", [

@@ -25,6 +25,7 @@ from fastvec.errors import ObservationError, WorkerError
 from fastvec.pool.about import About, check_blocks, describe, stacked
 from fastvec.pool.base import STARTUP_SECONDS, Entries, Pool
 from fastvec.pool.buffers import Buffers
+from fastvec.pool.env_fns import close_quietly, pickle_blocks
 from fastvec.pool.local import LocalBlock
 from fastvec.pool.notes import relay
 from fastvec.pool.obs_store import make_obs_store
@@ -66,7 +67,7 @@ class ProcessPool(Pool):
     made them from every env's space.
     """
 
-    owner = "SubprocVecEnv"
+    owner, block_word = "SubprocVecEnv", "worker"
     observation_spaces: tuple[Any, Any]
     num_workers: int  # set by fastvec.pool.build
     context: str
@@ -83,11 +84,12 @@ class ProcessPool(Pool):
         self.workers = Workers(ctx, len(bounds), timeout, on_failure == "restart", daemon)
         self._local: LocalBlock | None = None
         self._local_fns = list(env_fns[:bounds[0][1]]) if local else []
+        self.first_remote = 1 if local else 0  # worker k steps block first_remote + k
         self._local_envs: list = []
         self._local_ticket: int | None = None  # block 0's place in the order of completion
         self._shared: SharedBlock | None = None
-        remote = range(1 if local else 0, len(bounds))
-        self._payloads = {b: cloudpickle.dumps(list(env_fns[slice(*bounds[b])])) for b in remote}
+        remote = range(self.first_remote, len(bounds))
+        self._payloads = pickle_blocks(env_fns, bounds, remote, "SubprocVecEnv's workers")
         try:
             for k, b in enumerate(remote):
                 self.workers.start(b, k, bounds[b][0], self._payloads[b])
@@ -377,7 +379,7 @@ class ProcessPool(Pool):
             self._local.post_reset([None] * z, None, None)
             reply = self._run_local("a reset after restart")
         if isinstance(reply, BaseException):
-            self.broken = f"block {b} failed again right after a restart"
+            self.broken = f"{self.block_name(b)} failed again right after a restart"
             raise reply
         return self._receive(b, reply)
 
@@ -388,8 +390,7 @@ class ProcessPool(Pool):
         if local is not None:
             local.close(terminate)
         elif self._local_envs and not terminate:  # built, never attached
-            for env in self._local_envs:
-                env.close()
+            close_quietly(self._local_envs)  # never hiding the error that stopped start-up
         self._local_envs = []
         # Views of the shared block keep its mapping (and a descriptor) alive: drop
         # ours, so it is unmapped now rather than when the garbage collector runs.

@@ -13,7 +13,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastvec._kernels.barrier import barrier_nbytes
-from fastvec.errors import WorkerError
+from fastvec.errors import EnvFnError, WorkerError
+from fastvec.pool.env_fns import checked, close_quietly
 from fastvec.pool.process.protocol import Region
 from fastvec.pool.process.shared_infos import INFO_BYTES
 from fastvec.pool.process.shm import BlockPlan, plan_block
@@ -53,15 +54,18 @@ def local_error(exc: Exception, env_index: int | None, what: str,
 
 
 def build_local_envs(env_fns: Sequence[Callable[[], Any]]) -> list:
-    """The trainer's block's envs; an env that raises is the ``WorkerError`` a worker's
-    would be (the ones built before are closed).
+    """The trainer's block's envs (block 0); an env that raises is the ``WorkerError`` a
+    worker's would be, one that returns no env an ``EnvFnError`` (the ones built
+    before are closed).
     """
-    envs = []
+    envs: list = []
     for index, env_fn in enumerate(env_fns):
         try:
-            envs.append(env_fn())
+            envs.append(checked(env_fn(), index))
+        except EnvFnError:
+            close_quietly(envs)
+            raise
         except Exception as exc:
-            for env in envs:
-                env.close()
+            close_quietly(envs)
             raise local_error(exc, index, "building its envs") from exc
     return envs

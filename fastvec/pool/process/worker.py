@@ -27,6 +27,7 @@ from gymnasium.vector.utils import batch_space, iterate
 from fastvec._kernels.barrier import Barrier, set_parent_death_signal
 from fastvec.pool.about import describe
 from fastvec.pool.buffers import Buffers, rows_of
+from fastvec.pool.env_fns import checked, close_quietly
 from fastvec.pool.games import unit_spaces
 from fastvec.pool.local import make_stepper
 from fastvec.pool.notes import NoteCollector
@@ -71,13 +72,14 @@ def run(worker_index: int, first: int, env_fns_bytes: bytes, conn: Any,
     parent = os.getppid()
     for key in [k for k in os.environ if k.startswith(("OMPI_", "PMI_"))]:
         del os.environ[key]  # env fns must not join the trainer's MPI job
-    envs = _build_envs(env_fns_bytes, conn)
+    envs = _build_envs(env_fns_bytes, first, conn)
     if envs is None:
         return
     try:
         conn.send(describe(envs, first))
         setup = conn.recv()
-        if not isinstance(setup, Attach):
+        if not isinstance(setup, Attach):  # start-up failed elsewhere: told to stop
+            close_quietly(envs)
             return
         block = SharedBlock(setup.plan, recv_handle(conn))
     except (EOFError, OSError, KeyboardInterrupt):
@@ -90,11 +92,13 @@ def run(worker_index: int, first: int, env_fns_bytes: bytes, conn: Any,
     server.serve(parent)
 
 
-def _build_envs(env_fns_bytes: bytes, conn: Any) -> list | None:
-    """The worker's envs, or None once the reason they could not be built is reported.
+def _build_envs(env_fns_bytes: bytes, first: int, conn: Any) -> list | None:
+    """The worker's envs, or None once the reason they could not be built is reported
+    (the envs built before are closed).
 
-    An env that fails is named by its index in this worker's block (the parent
-    knows where the block starts).
+    An env that raises is named by its index in this worker's block (the parent
+    knows where the block starts); one that returns no env is an ``EnvFnError``
+    naming its env function in the vector env's (``first``: the block's first).
     """
     try:
         env_fns = cloudpickle.loads(env_fns_bytes)
@@ -104,10 +108,11 @@ def _build_envs(env_fns_bytes: bytes, conn: Any) -> list | None:
     envs = []
     for k, env_fn in enumerate(env_fns):
         try:
-            envs.append(env_fn())
+            envs.append(checked(env_fn(), first + k))
         except SystemExit:
             raise  # as in a step: the process ends with that exit code
         except BaseException as exc:  # noqa: B036 - reported to the parent
+            close_quietly(envs)
             _send_error(conn, exc, k)
             return None
     return envs

@@ -30,10 +30,11 @@ import cloudpickle
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
-from fastvec.errors import ObservationError, SpacesMismatchError, WorkerError
+from fastvec.errors import EnvFnError, ObservationError, SpacesMismatchError, WorkerError
 from fastvec.pool.about import About
 from fastvec.pool.base import Pool
 from fastvec.pool.build import local_pool, process_pool
+from fastvec.pool.env_fns import checked, close_quietly
 from fastvec.pool.local import LocalPool
 from fastvec.pool.reports import ErrorReport, report_error
 from fastvec.spaces.actions import ActionChecker
@@ -95,6 +96,7 @@ class BlockHost:
     def about(self) -> About | ErrorReport:
         """Build the envs and the pool that hosts them; what they are, or why not."""
         building = None
+        envs: list = []
         try:
             env_fns = cloudpickle.loads(self.env_fns_bytes)
             pool: Pool
@@ -104,13 +106,13 @@ class BlockHost:
                 processes.send_raw_infos()  # the trainer batches every block's infos
                 pool = processes
             else:
-                envs = []
                 for building, env_fn in enumerate(env_fns):
-                    envs.append(env_fn())
+                    envs.append(checked(env_fn(), building))
                 building = None
                 pool = local_pool(envs, self.mode, False, frame_stack=self.frame_stack)
             self.pool = pool
         except BaseException as exc:  # noqa: B036 - reported to the trainer
+            close_quietly(envs)
             return self._report(exc, building)
         self.blocks = list(range(pool.num_blocks))
         self.buffers = pool.buffers
@@ -193,8 +195,9 @@ class BlockHost:
             env_index = exc.env_index  # from the inner process pool
         index = None if env_index is None else env_index + self.first
         message = str(exc)
-        if isinstance(exc, (ObservationError, SpacesMismatchError, WorkerError)):
+        if isinstance(exc, (EnvFnError, ObservationError, SpacesMismatchError, WorkerError)):
             # name envs by their index in the whole vector env, not in this block
-            message = re.sub(r"\b(env|game) (\d+)",
-                             lambda m: f"{m[1]} {int(m[2]) + self.first}", message)
+            message = re.sub(r"\b(env|game) (\d+)|\b(env_fns)\[(\d+)\]",
+                             lambda m: f"{m[1]} {int(m[2]) + self.first}" if m[1] else
+                             f"env_fns[{int(m[4]) + self.first}]", message)
         return report_error(exc, index, message)

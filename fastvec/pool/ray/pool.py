@@ -29,6 +29,7 @@ from fastvec.errors import WorkerError, WorkerTimeout
 from fastvec.pool.about import About, check_blocks
 from fastvec.pool.base import CLOSE_GRACE_SECONDS, SLICE_SECONDS, STARTUP_SECONDS, Entries, Pool
 from fastvec.pool.buffers import Buffers
+from fastvec.pool.env_fns import pickle_blocks
 from fastvec.pool.obs_store import make_obs_store
 from fastvec.pool.ray.actor import FLAGS, BlockHost, unpack
 from fastvec.pool.ray.session import stop_local_ray
@@ -65,7 +66,7 @@ class RayPool(Pool):
     autoreset code.
     """
 
-    owner = "RayVecEnv"
+    owner, block_word = "RayVecEnv", "actor"
 
     def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], inner: str,
                  mode: int, copy: bool, actor_options: dict | None, inner_options: dict | None,
@@ -82,7 +83,8 @@ class RayPool(Pool):
         self._frame_stack = frame_stack
         self._options = {**DEFAULT_ACTOR_OPTIONS, **(actor_options or {})}
         self._actor_class = ray.remote(BlockHost)
-        self._env_fns_bytes = [cloudpickle.dumps(list(env_fns[a:b])) for a, b in bounds]
+        payloads = pickle_blocks(env_fns, bounds, range(len(bounds)), "RayVecEnv's actors")
+        self._env_fns_bytes = [payloads[b] for b in range(len(bounds))]
         self._actors: list[Any] = [None] * len(bounds)
         self._refs: list[Any] = [None] * len(bounds)
         self._posted_at = np.zeros(len(bounds))
