@@ -197,9 +197,11 @@ def test_misuse_is_an_error_never_a_hang(make_async):
         envs.send(np.zeros(2, np.int64), [ids[0], ids[0]])
     with pytest.raises(ValueError, match="whole worker blocks"):
         envs.send(np.zeros(1, np.int64), ids[:1])
-    with pytest.raises(ValueError, match=r"shape \(2,\)"):
+    # bad actions name the envs by their env_ids, not by their place in the batch
+    with pytest.raises(ValueError, match=rf"shape \(2,\) for the 2 envs env_ids "
+                                         rf"\[{ids[0]}, {ids[1]}\]"):
         envs.send(np.zeros(3, np.int64), ids)
-    with pytest.raises(ValueError, match="out of range"):
+    with pytest.raises(ValueError, match=rf"the action for env {ids[1]} is out of range"):
         envs.send(np.array([0, 7]), ids)
     changed = ids.copy()
     changed[:] = others  # the returned array, edited in place, is checked again

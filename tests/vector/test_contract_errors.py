@@ -192,14 +192,23 @@ BAD_ACTIONS = {
     "multidiscrete_shape": (
         MULTIDISCRETE, 3, np.zeros((3, 3), dtype=np.int64), [r"\(2,\)|\(3, 2\)"]
     ),
-    # the message says exactly what was expected and what came
-    "short": (DISCRETE3, 4, np.zeros(3, np.int64), [r"shape \(4,\).*got shape \(3,\)"]),
-    "long": (DISCRETE3, 4, np.zeros(5, np.int64), [r"shape \(4,\).*got shape \(5,\)"]),
+    # the message says exactly what was expected (for how many envs) and what came
+    "short": (DISCRETE3, 4, np.zeros(3, np.int64),
+              [r"shape \(4,\) for 4 envs.*got shape \(3,\)"]),
+    "long": (DISCRETE3, 4, np.zeros(5, np.int64), [r"shape \(4,\) for 4 envs.*got shape \(5,\)"]),
     "extra-dim": (DISCRETE3, 4, np.zeros((4, 2), np.int64),
-                  [r"shape \(4,\).*got shape \(4, 2\)"]),
-    "scalar": (DISCRETE3, 4, 1, [r"shape \(4,\).*got a scalar"]),
+                  [r"shape \(4,\) for 4 envs.*got shape \(4, 2\)"]),
+    "scalar": (DISCRETE3, 4, 1, [r"shape \(4,\) for 4 envs.*got a scalar"]),
     "float-for-discrete": (DISCRETE3, 4, np.array([0.0, 1.0, 2.0, 0.5]),
-                           [r"integer actions.*float64"]),
+                           [r"integer actions for 4 envs.*float64 \(env 3: 0\.5\)"]),
+    "none-for-discrete": (DISCRETE3, 4, [0, 1, None, 2], [r"integer actions.*\(env 2: None\)"]),
+    "one-env-ragged": (DISCRETE3, 4, [0, [1, 1], 2, 0],
+                       [r"action for env 1 has shape \(2,\); expected actions of shape \(4,\)"]),
+    "one-box-action-short": (BOX2, 3, [[0.0, 0.0], [0.0], [0.0, 0.0]],
+                             [r"action for env 1 has shape \(1,\).*\(one action of shape "
+                              r"\(2,\) each\)"]),
+    "one-box-action-none": (BOX2, 3, [[0.0, 0.0], [0.0, 0.0], [None, 0.0]],
+                            [r"dtype float32.*for 3 envs, got object \(env 2: None\)"]),
     "above": (DISCRETE3, 4, np.array([0, 0, 3, 0]), [r"env 2 .*out of range.*got 3"]),
     "below": (DISCRETE3, 4, np.array([0, -1, 0, 0]), [r"env 1 .*out of range.*got -1"]),
     "far-above": (DISCRETE3, 4, np.array([0, 1, 2, 2**40]), [r"env 3 .*out of range"]),
@@ -208,8 +217,10 @@ BAD_ACTIONS = {
     "box-flat": (gym.spaces.Box(-1, 1, (2,)), 4, np.zeros(8),
                  [r"shape \(4, 2\).*got shape \(8,\)"]),
     "box-dtype": (gym.spaces.Box(-1, 1, (2,)), 4, np.zeros((4, 2), complex),
-                  [r"dtype float32.*complex128"]),
+                  [r"dtype float32.*for 4 envs, got complex128"]),
 }
+# Every message names the env whose action is wrong, or how many envs the batch is for.
+NAMES_THE_ENV = r"\benv \d+\b|\b\d+ envs?\b"
 
 
 def good_actions(space: gym.spaces.Space, num_envs: int) -> np.ndarray:
@@ -233,7 +244,7 @@ def test_bad_actions_are_value_errors_and_the_env_stays_usable(case, backend, ma
             vec.step_async(actions) if split else vec.step(actions)
         assert time.monotonic() - start < 0.5
         message = str(info.value)
-        for pattern in patterns:
+        for pattern in [*patterns, NAMES_THE_ENV]:
             assert re.search(pattern, message), f"message {message!r} does not match {pattern!r}"
     assert vec.get_attr("step_count") == (1,) * num_envs, "a bad batch reached the envs"
     vec.step_async(good)  # nothing is left pending by the refused calls
@@ -269,7 +280,7 @@ def test_a_bad_dict_action_is_refused_before_any_env_sees_it(kind, backend, make
     vec, ref = make_envs(fns), make_ref(fns)
     vec.reset(seed=0)
     ref.reset(seed=0)
-    with pytest.raises(ValueError, match=r"\b4\b"):
+    with pytest.raises(ValueError, match=r'actions\["move"\]: the action for env 4 is out'):
         vec.step(dict_actions(kind, [0, 1, 2, 0, 7, 1]))
     assert vec.get_attr("step_count") == (0,) * N
     good = dict_actions(kind, [2, 1, 0, 1, 2, 0])

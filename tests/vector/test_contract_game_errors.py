@@ -4,7 +4,9 @@ A mistake in what the user handed over that shows when the envs are built
 (spaces, agents) is a ``ValueError`` subclass raised in the trainer, with the
 worker's traceback as ``__cause__`` where it was found in a worker or actor; a
 game that misbehaves while stepping is a ``WorkerError`` naming the game, on
-``SyncVecEnv`` too (the check is fastvec's, not the game's own exception).
+``SyncVecEnv`` too (the check is fastvec's, not the game's own exception).  A game
+function that returns no game is an ``EnvFnError`` naming it; a bad action names the
+row, its game and agent.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from gymnasium import spaces
 
 pytest.importorskip("pettingzoo")
 
-from fastvec.errors import SpacesMismatchError, WorkerError  # noqa: E402
+from fastvec.errors import EnvFnError, SpacesMismatchError, WorkerError  # noqa: E402
 from tests.support import backends  # noqa: E402
 from tests.support.games import RelayGame, game_fns  # noqa: E402
 
@@ -105,3 +107,30 @@ def test_an_unknown_agent_is_a_worker_error_naming_game_and_agent(make_envs: Any
     with pytest.raises(WorkerError, match="game 3.*reported agent 'stray'") as caught:
         envs.step(np.zeros(8, np.int64))
     assert caught.value.env_index == 3
+
+
+def no_game(**kwargs: Any) -> None:
+    """A game function that forgot its ``return``."""
+
+
+def test_a_game_fn_that_returns_no_game_is_an_env_fn_error(make_envs: Any, backend: str) -> None:
+    with pytest.raises(EnvFnError, match=r"env_fns\[3\] returned None \(NoneType\); expected "
+                                         r"a gymnasium.Env \(or a PettingZoo game") as caught:
+        make_envs(four_games(no_game))
+    assert isinstance(caught.value, ValueError) and isinstance(caught.value, TypeError)
+    assert_found_where_it_ran(caught.value, backend)
+
+
+def test_a_bad_action_names_the_row_its_game_and_agent(make_envs: Any, backend: str) -> None:
+    kwargs = {"batch_size": 4} if backend == backends.ASYNC else {}
+    envs = make_envs(four_games(RelayGame), **kwargs)
+    envs.reset(seed=0)
+    actions = np.zeros(8, np.int64)
+    actions[7] = 5  # Discrete(3)
+    with pytest.raises(ValueError, match=r"the action for row 7 \(game 3, agent 'runner_1'\) "
+                                         r"is out of range: got 5"):
+        envs.step(actions)
+    if backend != backends.ASYNC:  # there, the test's driver splits the batch by env_ids
+        with pytest.raises(ValueError, match=r"shape \(8,\) for 8 rows, 4 games of 2 agents"):
+            envs.step(np.zeros(6, np.int64))
+    envs.step(np.zeros(8, np.int64))  # nothing was left pending

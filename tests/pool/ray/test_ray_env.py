@@ -19,7 +19,7 @@ import pytest
 from gymnasium.vector import AutoresetMode
 
 import fastvec
-from fastvec.errors import FastVecError, WorkerError, WorkerTimeout
+from fastvec.errors import EnvFnError, FastVecError, WorkerError, WorkerTimeout
 from tests.support.backends import FullBatches
 from tests.support.cases import ENV_CASES, MODES
 from tests.support.compare import run_parity
@@ -176,6 +176,32 @@ def test_an_env_that_fails_to_build_names_its_env(ray):
     with pytest.raises(WorkerError, match="env 2 .actor 1.") as info:
         fastvec.RayVecEnv(fns, num_actors=2)
     assert info.value.env_index == 2
+
+
+@pytest.mark.parametrize("inner", ["sync", "subproc"])
+def test_an_env_fn_returning_no_env_is_named_by_its_index_in_the_vector_env(ray, inner):
+    fns = make_fns(CountingEnv, 4)
+    fns[3] = lambda: None  # actor 1's second
+    with pytest.raises(EnvFnError, match=r"^env_fns\[3\] returned None") as info:
+        fastvec.RayVecEnv(fns, num_actors=2, inner=inner,
+                          inner_options={"num_workers": 1, "context": "fork"}
+                          if inner == "subproc" else None)
+    assert "Traceback" in str(info.value.__cause__)  # found in the actor
+
+
+def test_messages_speak_of_actors(make_ray):
+    with pytest.raises(ValueError, match=r"multiple of num_envs // num_actors = 2 \(batches are "
+                                         r"whole actor blocks\)"):
+        make_ray(make_fns(CountingEnv, 4), batch_size=3)
+    vec = make_ray(make_fns(CountingEnv, 4), batch_size=2)
+    vec.async_reset(seed=0)
+    ids = vec.recv()[-1]
+    with pytest.raises(ValueError, match=r"whole actor blocks of 2 envs: actor \d holds"):
+        vec.send(np.zeros(1, np.int64), ids[:1])
+    other = [2, 3] if ids[0] == 0 else [0, 1]
+    with pytest.raises(ValueError, match=rf"envs {other[0]}..{other[1]} \(actor {other[0] // 2}\) "
+                                         "are already in flight"):
+        vec.send(np.zeros(2, np.int64), np.array(other))
 
 
 def test_a_killed_actor_is_a_worker_error_and_the_env_unusable(make_ray):
