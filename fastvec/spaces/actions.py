@@ -80,8 +80,7 @@ class ActionChecker:
         count = len(actions) if hasattr(actions, "__len__") else None
         if count != self.num_envs:
             got = f"{count}" if count is not None else f"a {type(actions).__name__}"
-            raise ValueError(f"expected {where} as one action for each of "
-                             f"{self.batch(env_ids)}, got {got}")
+            raise ValueError(f"expected {where} for {self.batch(env_ids)}, got {got}")
         return actions
 
     def row(self, k: int, env_ids: np.ndarray | None = None) -> str:

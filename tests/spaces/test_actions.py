@@ -183,9 +183,10 @@ def test_dict_space_needs_a_dict():
 
 def test_tuple_space_needs_a_tuple_of_one_batch_per_part():
     space = spaces.Tuple((spaces.Discrete(2), spaces.Box(-1, 1, (), np.float32)))
-    with pytest.raises(ValueError, match=r"actions as a tuple of 2 batches, got list"):
+    with pytest.raises(ValueError, match=r"actions as a tuple of 2 batches, each for 3 envs, "
+                                         "got list"):
         checker(space, 3).check([np.zeros(3, np.int64)])
-    with pytest.raises(ValueError, match=r"tuple of 2 batches, got tuple"):
+    with pytest.raises(ValueError, match=r"tuple of 2 batches, each for 3 envs, got tuple"):
         checker(space, 3).check((np.zeros(3, np.int64),))
     checked, per_env = check_and_split(space, 3, [np.array([0, 1, 1]), np.zeros(3)])
     assert isinstance(checked, tuple) and checked[1].dtype == np.float32
@@ -217,12 +218,12 @@ def test_same_kind_box_batches_are_converted(space, actions, dtype):
 
 @pytest.mark.parametrize("space, actions, expected", [
     (spaces.Box(-1, 1, (2,), np.float32), np.zeros((3, 2), complex),
-     "of dtype float32 (or one that converts to it), got complex128"),
+     "of dtype float32 (or one that converts to it) for 3 envs, got complex128"),
     (spaces.Box(0, 9, (2,), np.int32), np.zeros((3, 2), np.float32),
-     "of dtype int32 (or one that converts to it), got float32"),
-    (spaces.MultiBinary(2), np.zeros((3, 2), np.float64), "integer actions"),
+     "of dtype int32 (or one that converts to it) for 3 envs, got float32"),
+    (spaces.MultiBinary(2), np.zeros((3, 2), np.float64), "integer actions for 3 envs"),
     (spaces.Box(-1, 1, (2,), np.float32), np.zeros((3, 2, 1), np.float32),
-     "one action of shape (2,) per env for 3 envs), got shape (3, 2, 1)"),
+     "of shape (3, 2) for 3 envs (one action of shape (2,) each), got shape (3, 2, 1)"),
 ], ids=["complex-for-float", "float-for-int-box", "float-for-multibinary", "extra-dim"])
 def test_refused_dtypes_and_shapes_say_what_would_do(space, actions, expected):
     with pytest.raises(ValueError) as err:
@@ -249,3 +250,38 @@ def test_out_of_range_names_the_first_bad_env_and_the_bounds():
     message = str(err.value)
     assert re.search(r"\benv 2\b.*got 4, expected values in \[1, 3\]", message), message
     assert "env 3" not in message
+
+
+def test_game_rows_are_named_by_row_game_and_agent():
+    agents = ("north", "south")
+    space = spaces.Discrete(3)
+    games = ActionChecker(space, batch_space(space, 6), 6, agents)
+    with pytest.raises(ValueError, match=r"the action for row 3 \(game 1, agent 'south'\) is "
+                                         r"out of range: got 5"):
+        games.check(np.array([0, 0, 0, 5, 0, 0]))
+    with pytest.raises(ValueError, match=r"shape \(6,\) for 6 rows, 3 games of 2 agents"):
+        games.check(np.zeros(4, np.int64))
+
+
+def test_a_batch_for_some_envs_names_them_by_their_env_ids():
+    space = spaces.Discrete(3)
+    some = checker(space, 2)
+    ids = np.array([4, 5])
+    with pytest.raises(ValueError, match=r"the action for env 5 is out of range"):
+        some.check(np.array([0, 9]), env_ids=ids)
+    with pytest.raises(ValueError, match=r"for the 2 envs env_ids \[4, 5\]"):
+        some.check(np.zeros(3, np.int64), env_ids=ids)
+
+
+@pytest.mark.parametrize("space, actions, expected", [
+    (spaces.Discrete(3), [0, [1, 1], 2], "the action for env 1 has shape (2,)"),
+    (spaces.Box(-1, 1, (2,), np.float32), [[0, 0], [0, 0], [0]],
+     "the action for env 2 has shape (1,)"),
+    (spaces.Discrete(3), np.array([0.0, 1.5, 2.0]), "got dtype float64 (env 1: 1.5)"),
+    (spaces.Box(-1, 1, (2,), np.float32), [[0, 0], [None, 0], [0, 0]],
+     "got object (env 1: None)"),
+], ids=["ragged-discrete", "ragged-box", "fraction", "none"])
+def test_the_env_whose_action_differs_from_the_others_is_named(space, actions, expected):
+    with pytest.raises(ValueError) as err:
+        checker(space, 3).check(actions)
+    assert expected in str(err.value), str(err.value)
