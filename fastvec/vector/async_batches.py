@@ -43,11 +43,13 @@ def check_positive(batch_size: int | None) -> None:
 
 
 def check_batch_size(batch_size: int | None, num_envs: int, num_workers: int,
-                     local: int = 0, host: str = "worker") -> int:
+                     local: int = 0, host: str = "worker", seats: int = 1) -> int:
     """The batch size to use; ValueError saying which values work when it cannot be.
 
     ``local``: 1 when a block steps in the trainer's process besides the workers'.
     ``host``: what the blocks' hosts are called (``"actor"``: ``num_actors``).
+    ``seats``: rows per game (1: no games); blocks hold whole games, so it is the
+    games that must split evenly.
     """
     if batch_size is None or batch_size == num_envs:
         return num_envs
@@ -56,9 +58,10 @@ def check_batch_size(batch_size: int | None, num_envs: int, num_workers: int,
         raise ValueError(f"expected batch_size <= num_envs = {num_envs}, got {batch_size}")
     blocks, arg = num_workers + local, f"num_{host}s"
     name = f"{arg} + 1 = {blocks}" if local else f"{arg} = {blocks}"
-    if num_envs % blocks:
-        workers = [w - local for w in range(1 + local, num_envs + 1) if num_envs % w == 0]
-        raise ValueError(f"async batches need equal {host} blocks: num_envs = {num_envs} is "
+    units, unit = num_envs // seats, "num_games" if seats > 1 else "num_envs"
+    if units % blocks:
+        workers = [w - local for w in range(1 + local, units + 1) if units % w == 0]
+        raise ValueError(f"async batches need equal {host} blocks: {unit} = {units} is "
                          f"not divisible by {name} (try {arg} in {workers})")
     block = num_envs // blocks
     if batch_size % block:

@@ -124,7 +124,7 @@ class RayVecEnv(RemoteVecEnv):
         self.max_restarts = max_restarts
         try:
             self.batch_size = check_batch_size(batch_size, pool.num_rows, num_actors,
-                                               host="actor")
+                                               host="actor", seats=pool.seats)
             self._setup(pool, mode, copy, episode_statistics)
         except BaseException:
             pool.close(terminate=True)

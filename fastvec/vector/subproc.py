@@ -127,7 +127,7 @@ class SubprocVecEnv(RemoteVecEnv):
                             bool(local_block), bool(daemon), self.frame_stack)
         try:
             self.batch_size = check_batch_size(batch_size, pool.num_rows, pool.num_workers,
-                                               int(bool(local_block)))
+                                               int(bool(local_block)), seats=pool.seats)
         except BaseException:
             pool.close()
             raise

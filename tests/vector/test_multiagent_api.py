@@ -108,6 +108,29 @@ def test_disabled_mode_needs_whole_game_resets(kind: str, closing: Any) -> None:
     assert rewards.tolist() == [0.6, 1.6, 0.6, 1.6]
 
 
+def test_async_batch_sizes_count_whole_games_per_block() -> None:
+    from fastvec.vector.async_batches import check_batch_size
+
+    # 3 games of 2 seats: 6 rows split in 2, but blocks hold whole games (2 and 1)
+    with pytest.raises(ValueError, match=r"num_games = 3 is not divisible by num_workers = 2 "
+                                         r"\(try num_workers in \[1, 3\]\)"):
+        check_batch_size(3, 6, 2, seats=2)
+    with pytest.raises(ValueError, match=r"num_games = 3 .* num_actors \+ 1 = 2"):
+        check_batch_size(3, 6, 1, local=1, host="actor", seats=2)
+    assert check_batch_size(4, 8, 2, seats=2) == 4  # 4 games: 2 per block, 4 rows each
+    with pytest.raises(ValueError, match="multiple of num_envs // num_workers = 4"):
+        check_batch_size(2, 8, 2, seats=2)  # half a block would split games
+
+
+@pytest.mark.subprocess
+def test_async_batches_refuse_uneven_game_blocks() -> None:
+    # Before: 6 rows passed as 2 blocks of 3, the blocks held 4 and 2 rows, recv()
+    # returned batches of 4 or 2 rows and send() misread which envs were in flight.
+    with pytest.raises(ValueError, match="num_games = 3 is not divisible by num_workers = 2"):
+        fastvec.SubprocVecEnv(game_fns(RelayGame, 3, num_agents=2), num_workers=2,
+                              context="fork", batch_size=3)
+
+
 @pytest.mark.subprocess
 @pytest.mark.parametrize("kind", [k for k, _ in BACKENDS])
 def test_episode_statistics_per_agent(kind: str, closing: Any) -> None:
@@ -294,3 +317,9 @@ def test_games_on_ray_actors_count_games_in_calls_and_errors(ray_session: Any,
     with pytest.raises(WorkerError, match="game 3 \\(actor 1\\).*reported agent 'stray'") as info:
         envs.step(np.zeros(8, np.int64))
     assert info.value.env_index == 3 and info.value.worker_index == 1
+
+
+@pytest.mark.ray
+def test_async_batches_on_ray_refuse_uneven_game_blocks(ray_session: Any) -> None:
+    with pytest.raises(ValueError, match="num_games = 3 is not divisible by num_actors = 2"):
+        fastvec.RayVecEnv(game_fns(RelayGame, 3, num_agents=2), num_actors=2, batch_size=3)
