@@ -231,8 +231,10 @@ def _load_pufferlib_async() -> Builder:
 
 
 def _fastvec_ray(inner: str, batched: bool = False) -> Builder:
-    """``RayVecEnv`` with 2 actors (``num_cpus=0``), each hosting half of the envs in a
-    vector env of its own (``inner``); it starts a loopback-only Ray in the child.
+    """``RayVecEnv`` with 2 actors (``num_cpus=0``), each stepping half of the envs.
+
+    ``inner``: in the actor's own process, or through worker processes on its node; it
+    starts a loopback-only Ray in the child.
     """
     import fastvec
 
@@ -257,7 +259,7 @@ def _load_fastvec_ray() -> Builder:
 @system(
     "fastvec-ray-subproc",
     "fastvec.RayVecEnv(num_actors=2, inner='subproc'): each actor steps its block through "
-    "a SubprocVecEnv of 1 worker, step() (needs ray)",
+    "1 worker process on its node, step() (needs ray)",
     "named",
 )
 def _load_fastvec_ray_subproc() -> Builder:

@@ -23,6 +23,8 @@ from fastvec.vector.async_batches import RemoteVecEnv, check_batch_size, check_p
 __all__ = ["RayVecEnv"]
 
 INNER = ("sync", "subproc")
+# What inner_options may set: the worker-process pool's own options (pool/build.py).
+INNER_OPTIONS = ("num_workers", "context", "daemon", "local_block")
 
 
 class RayVecEnv(RemoteVecEnv):
@@ -42,9 +44,9 @@ class RayVecEnv(RemoteVecEnv):
             ``num_cpus=0``; without a ``scheduling_strategy`` (or placement group)
             actor ``b`` is pinned to the ``b``-th alive node, round robin.
         inner: ``"sync"`` (an actor steps its block in its own process) or
-            ``"subproc"`` (through a ``SubprocVecEnv`` on the actor's node).
-        inner_options: keyword arguments of the inner ``SubprocVecEnv``
-            (``num_workers``, ``context``...).
+            ``"subproc"`` (through worker processes on the actor's node).
+        inner_options: options of those worker processes, named as
+            ``SubprocVecEnv``'s: ``num_workers``, ``context``, ``daemon``, ``local_block``.
         autoreset_mode: as in :class:`fastvec.SyncVecEnv`.
         copy: as in :class:`fastvec.SyncVecEnv`.
         episode_statistics: as in :class:`fastvec.SyncVecEnv`.
@@ -95,6 +97,13 @@ class RayVecEnv(RemoteVecEnv):
             raise ValueError("expected at least one env function, got none")
         if inner not in INNER:
             raise ValueError(f"expected inner 'sync' or 'subproc', got {inner!r}")
+        unknown = sorted(set(inner_options or {}) - set(INNER_OPTIONS))
+        if unknown:
+            raise ValueError(f"inner_options takes the options of the worker processes on an "
+                             f"actor's node, {', '.join(INNER_OPTIONS)}; got {unknown} (the "
+                             "vector env's own options are RayVecEnv's arguments)")
+        if inner_options and inner != "subproc":
+            raise ValueError(f"inner_options is for inner='subproc', got it with inner={inner!r}")
         check_failure_policy(on_worker_failure, max_restarts)
         if timeout is not None and timeout <= 0:
             raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")

@@ -150,6 +150,17 @@ def test_bad_arguments_are_value_errors(ray):
             fastvec.RayVecEnv(fns, **kwargs)
 
 
+@pytest.mark.parametrize("kwargs, match", [
+    ({"inner": "subproc", "inner_options": {"copy": False}},
+     r"inner_options takes .*num_workers, context, daemon, local_block; got \['copy'\]"),
+    ({"inner": "sync", "inner_options": {"num_workers": 2}},
+     r"inner_options is for inner='subproc', got it with inner='sync'"),
+])
+def test_inner_options_other_than_the_workers_are_refused(ray, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fastvec.RayVecEnv(make_fns(CountingEnv, 4), num_actors=1, **kwargs)
+
+
 # ---------------------------------------------------------------------------
 # failures
 
