@@ -63,6 +63,8 @@ class RayVecEnv(RemoteVecEnv):
     Raises:
         ImportError: Ray is not installed.
         ValueError: an argument is out of range (the message says what would work).
+        EnvFnError: an env function cannot be pickled or returns no env, as for
+            ``SubprocVecEnv``.
         WorkerError: an env could not be built in its actor.
     """
 

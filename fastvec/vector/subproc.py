@@ -81,6 +81,8 @@ class SubprocVecEnv(RemoteVecEnv):
     Raises:
         ValueError: an argument is out of range (the message says what would work), or
             the envs' spaces differ (``SpacesMismatchError``, naming the env).
+        EnvFnError: an env function cannot be pickled (the message names it, the
+            object in it that fails and the fixes) or returns no env.
         WorkerError: an env could not be built in its worker.
 
     Example:
