@@ -157,9 +157,10 @@ class ObservationError(FastVecError, ValueError):
 
 
 class EnvFnError(FastVecError, TypeError, ValueError):
-    """An env function cannot be used: it returned something that is not an env (a
-    ``gymnasium.Env``, or a PettingZoo game), or it cannot be pickled to go to the
-    worker processes or Ray actors that call it.
+    """An env function cannot be used: it is not a function (an env already made, a
+    module...), it returned something that is not an env (a ``gymnasium.Env``, or a
+    PettingZoo game), or it cannot be pickled to go to the worker processes or Ray
+    actors that call it.
 
     Raised in the trainer on every backend, before any step; the message names the
     env function by its index in ``env_fns``, says what it returned (or which

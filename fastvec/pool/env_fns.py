@@ -15,7 +15,7 @@ from __future__ import annotations
 import functools
 import reprlib
 import types
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 import cloudpickle
@@ -24,7 +24,7 @@ import gymnasium as gym
 from fastvec.errors import EnvFnError
 from fastvec.pool.games import is_game
 
-__all__ = ["checked", "close_quietly", "is_env", "make_envs", "pickle_blocks"]
+__all__ = ["checked", "close_quietly", "env_functions", "is_env", "make_envs", "pickle_blocks"]
 
 EXPECTED = "expected a gymnasium.Env (or a PettingZoo game: ParallelEnv or AECEnv)"
 FIXES = ("Build the object that cannot be pickled inside the env function, pass a "
@@ -42,6 +42,41 @@ def is_env(made: Any) -> bool:
         return True
     return (not isinstance(made, type) and callable(getattr(made, "reset", None))
             and callable(getattr(made, "step", None)) and hasattr(made, "action_space"))
+
+
+def env_functions(env_fns: Any) -> list:
+    """``env_fns`` as a list, once each item is known to be callable.
+
+    Raises:
+        EnvFnError: ``env_fns`` is not a sequence of callables (one function, an env
+            already made, a module...); the message says what was expected.
+    """
+    if callable(env_fns) or isinstance(env_fns, (str, bytes)) or \
+            not isinstance(env_fns, Iterable):
+        raise EnvFnError(f"expected env_fns to be a list of functions that each make an "
+                         f"env, got {_describe(env_fns)}; for n copies of one: [env_fn] * n")
+    fns = list(env_fns)
+    for index, env_fn in enumerate(fns):
+        if not callable(env_fn):
+            raise EnvFnError(f"env_fns[{index}] is {_describe(env_fn)}, not a function that "
+                             f"makes an env{_hint(env_fn)}")
+    return fns
+
+
+def _describe(obj: Any) -> str:
+    if isinstance(obj, types.ModuleType):
+        return f"the module {obj.__name__}"
+    return f"{_SHORT.repr(obj)} ({type(obj).__name__})"
+
+
+def _hint(obj: Any) -> str:
+    if isinstance(obj, types.ModuleType):
+        return f" (a PettingZoo game's module: pass {obj.__name__.rsplit('.', 1)[-1]}.env " \
+               "or .parallel_env)"
+    if is_env(obj):
+        return (f" (an env already made: pass a function that makes a new one each call, "
+                f"e.g. {type(obj).__name__} or lambda: {type(obj).__name__}(...))")
+    return ""
 
 
 def checked(made: Any, index: int) -> Any:

@@ -15,6 +15,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from fastvec.pool.base import split_blocks
+from fastvec.pool.env_fns import env_functions
 from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS, Restarts, check_failure_policy
 from fastvec.spaces.frame_stack import FrameStack, parse_frame_stack
 from fastvec.vector.arguments import mode_code, parse_autoreset_mode
@@ -94,6 +95,7 @@ class RayVecEnv(RemoteVecEnv):
         from fastvec.pool.ray.pool import RayPool
         from fastvec.pool.ray.session import start_local_ray, stop_local_ray
 
+        env_fns = env_functions(env_fns)
         num_envs = len(env_fns)
         if num_envs < 1:
             raise ValueError("expected at least one env function, got none")

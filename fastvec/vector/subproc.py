@@ -16,6 +16,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from fastvec.pool.build import default_num_workers, process_pool
+from fastvec.pool.env_fns import env_functions
 from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS
 from fastvec.spaces.frame_stack import FrameStack, parse_frame_stack
 from fastvec.spaces.observation_mode import ObservationMode
@@ -118,6 +119,7 @@ class SubprocVecEnv(RemoteVecEnv):
         worker: Callable | None = None,
         frame_stack: int | FrameStack | None = None,
     ) -> None:
+        env_fns = env_functions(env_fns)
         mode = parse_autoreset_mode(autoreset_mode)
         self.frame_stack = parse_frame_stack(frame_stack)
         check_positive(batch_size)  # the rest once the rows are known (games fill several)

@@ -8,7 +8,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from fastvec.pool.build import local_pool
-from fastvec.pool.env_fns import close_quietly, make_envs
+from fastvec.pool.env_fns import close_quietly, env_functions, make_envs
 from fastvec.spaces.frame_stack import FrameStack, parse_frame_stack
 from fastvec.spaces.observation_mode import ObservationMode, check_observation_mode
 from fastvec.vector.arguments import mode_code, parse_autoreset_mode
@@ -78,6 +78,7 @@ class SyncVecEnv(BatchedVecEnv):
         *,
         frame_stack: int | FrameStack | None = None,
     ) -> None:
+        env_fns = env_functions(env_fns)
         mode = parse_autoreset_mode(autoreset_mode)
         check_observation_mode(observation_mode)
         self.frame_stack = parse_frame_stack(frame_stack)

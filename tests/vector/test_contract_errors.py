@@ -112,6 +112,35 @@ def test_an_env_fn_that_returns_no_env_is_an_env_fn_error(case, impl, make_envs,
         assert set(range(4)) <= set(closed) <= {0, 1, 2, 3, 5}, closed
 
 
+# what is passed as env_fns -> what the message says (before any env is made)
+NOT_FUNCTIONS = {
+    "an env made": (lambda: [CountingEnv()] * 2,
+                    r"env_fns\[0\] is .*\(CountingEnv\), not a function that makes an env "
+                    r"\(an env already made: .* e\.g\. CountingEnv or lambda: CountingEnv"),
+    "a number among functions": (lambda: [CountingEnv, 3],
+                                 r"env_fns\[1\] is 3 \(int\), not a function that makes an env"),
+    "a module": (lambda: [gym] * 2, r"env_fns\[0\] is the module gymnasium, not a function"),
+}
+
+
+@pytest.mark.fastvec_only
+@pytest.mark.parametrize("case", list(NOT_FUNCTIONS))
+def test_env_fns_that_are_not_functions_are_an_env_fn_error(case, impl, make_envs):
+    given, message = NOT_FUNCTIONS[case]
+    with pytest.raises(impl.errors.EnvFnError, match=message):
+        make_envs(given())
+    assert leaks.wait_no_children(2.0) == [], "a failed constructor left workers behind"
+
+
+@pytest.mark.fastvec_only
+def test_one_function_in_place_of_a_list_is_an_env_fn_error(impl):
+    for vector_env in (impl.SyncVecEnv, impl.SubprocVecEnv):
+        with pytest.raises(impl.errors.EnvFnError,
+                           match=r"expected env_fns to be a list of functions that each make "
+                                 r"an env, got .*; for n copies of one: \[env_fn\] \* n"):
+            vector_env(CountingEnv)
+
+
 def unpicklable_fns() -> tuple[list, threading.Lock]:
     lock = threading.Lock()  # a lock cannot be pickled
     fns = make_fns(CountingEnv, N)
