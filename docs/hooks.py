@@ -25,7 +25,8 @@ PAGES = {
     "csrc/README.md": "kernels.md",
 }
 SOURCE = {page: path for path, page in PAGES.items()}  # site page -> repository path
-LINK = re.compile(r"\]\(([^)#\s]+\.md)(#[^)\s]*)?\)")
+# A link to a Markdown file or an image: ](path) or ](path#anchor)
+LINK = re.compile(r"\]\(([^)#\s]+\.(?:md|png|svg|jpe?g|gif))(#[^)\s]*)?\)")
 # A link to a heading on the same page: ](#anchor)
 SAME_PAGE = re.compile(r"\]\((#[^)\s]+)\)")
 
@@ -45,8 +46,8 @@ def site_anchor(anchor: str) -> str:
 
 
 def on_page_markdown(markdown, page, config, files):
-    """Rewrite the repository's links between Markdown files to the site's pages, and
-    their anchors to the site's."""
+    """Rewrite the repository's links between Markdown files (and to images under
+    docs/) to the site's pages and files, and their anchors to the site's."""
     source = SOURCE.get(page.file.src_uri, "docs/" + page.file.src_uri)
 
     def rewrite(match: re.Match) -> str:
