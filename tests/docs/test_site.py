@@ -49,7 +49,8 @@ def test_the_site_builds_strict_with_every_page(site: Path):
         assert (site / page).is_file(), page
 
 
-def test_a_broken_link_fails_the_strict_build(tmp_path: Path):
+def copy_docs(tmp_path: Path) -> Path:
+    """What the docs site is built from, copied (no build outputs)."""
     copy = tmp_path / "repo"
     copy.mkdir()
     for name in ("README.md", "CHANGELOG.md", "mkdocs.yml"):
@@ -60,11 +61,28 @@ def test_a_broken_link_fails_the_strict_build(tmp_path: Path):
     for folder in ("benchmarks", "examples", "csrc"):
         (copy / folder).mkdir()
         shutil.copy(ROOT / folder / "README.md", copy / folder / "README.md")
+    return copy
+
+
+@pytest.mark.parametrize("link, named", [
+    ("no-such-page.md", "no-such-page.md"),
+    ("api.md#no-such-heading", "no-such-heading"),  # anchors are checked too
+])
+def test_a_broken_link_fails_the_strict_build(tmp_path: Path, link: str, named: str):
+    copy = copy_docs(tmp_path)
     page = copy / "docs" / "async.md"
-    page.write_text(page.read_text() + "\nSee [a page that is not there](no-such-page.md).\n")
+    page.write_text(page.read_text() + f"\nSee [what is not there]({link}).\n")
     result = build(copy, tmp_path / "site")
     assert result.returncode != 0
-    assert "no-such-page.md" in result.stdout + result.stderr
+    assert named in result.stdout + result.stderr
+
+
+def test_a_github_anchor_with_double_hyphens_reaches_the_sites_heading(tmp_path: Path):
+    copy = copy_docs(tmp_path)  # ``### `step_async` / `step_wait` `` is #step_async--step_wait
+    page = copy / "docs" / "async.md"
+    page.write_text(page.read_text() + "\nSee [the split calls](api.md#step_async--step_wait).\n")
+    result = build(copy, tmp_path / "site")
+    assert result.returncode == 0, result.stdout + result.stderr
 
 
 # -- in a browser ---------------------------------------------------------------------
