@@ -143,8 +143,9 @@ def test_make_with_the_ray_backend(ray):
 
 def test_bad_arguments_are_value_errors(ray):
     fns = make_fns(CountingEnv, 4)
-    for kwargs in ({"num_actors": 5}, {"num_actors": 0}, {"inner": "threads"},
-                   {"on_worker_failure": "ignore"}, {"timeout": 0},
+    for kwargs in ({"num_actors": 5}, {"num_actors": 0}, {"num_actors": True},
+                   {"num_actors": 2.0}, {"inner": "threads"},
+                   {"on_worker_failure": "ignore"}, {"timeout": 0}, {"timeout": float("nan")},
                    {"num_actors": 2, "batch_size": 3}):
         with pytest.raises(ValueError):
             fastvec.RayVecEnv(fns, **kwargs)
