@@ -87,7 +87,7 @@ def test_script_file_without_main_guard(context, tmp_path):
 
 def test_readme_usage_example_runs_from_stdin():
     readme = (ROOT / "README.md").read_text()
-    start = readme.index("## Usage")
+    start = readme.index("### A Gymnasium loop")
     code = readme[readme.index("```python", start) + len("```python"):]
     code = code[:code.index("```")]
     run_python(["-"], stdin=code)

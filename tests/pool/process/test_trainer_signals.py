@@ -59,9 +59,12 @@ def start_trainer(context: str, busy: str) -> tuple[subprocess.Popen, list[int]]
     """
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     env.pop("PYTHONFAULTHANDLER", None)
+    # SIGINT as a terminal's foreground job has it, even when these tests run in a
+    # background job (which starts with SIGINT ignored, and so would the trainer)
     proc = subprocess.Popen([sys.executable, "-c", TRAINER, context, busy], cwd=ROOT,
                             env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            start_new_session=True)
+                            start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     ready, _, _ = select.select([proc.stdout], [], [], 30.0)
     line = proc.stdout.readline().decode() if ready else ""
     if not line.startswith("workers"):
