@@ -85,6 +85,7 @@ class WorkerError(FastVecError):
         env_index: Index of the sub-env that failed, or ``None`` when unknown.
         worker_index: Index of the worker that held it.
         exitcode: The worker's exit code, or ``None`` when the worker is alive.
+        raised: What the env raised, ``(type name, message)``, when it raised.
 
     Attributes:
         env_index: Index of the sub-env that failed (in the whole vector env), or
@@ -93,6 +94,8 @@ class WorkerError(FastVecError):
         exitcode: The worker's exit code (negative: killed by that signal), or
             ``None`` when the worker is alive and the env raised; the remote
             traceback is then attached as ``__cause__``.
+        raised: ``(type name, message)`` of the exception the env raised, or ``None``
+            (a worker that died).
 
     Example:
         >>> error = WorkerError("worker 1 was killed by SIGKILL", worker_index=1, exitcode=-9)
@@ -107,22 +110,26 @@ class WorkerError(FastVecError):
         env_index: int | None = None,
         worker_index: int | None = None,
         exitcode: int | None = None,
+        raised: tuple[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.env_index = env_index
         self.worker_index = worker_index
         self.exitcode = exitcode
+        self.raised = raised
 
     def __reduce__(self):  # keep the attributes across pickling
         return (
             _rebuild_worker_error,
-            (self.args[0], self.env_index, self.worker_index, self.exitcode),
+            (self.args[0], self.env_index, self.worker_index, self.exitcode, self.raised),
         )
 
 
-def _rebuild_worker_error(message, env_index, worker_index, exitcode) -> WorkerError:
+def _rebuild_worker_error(message, env_index, worker_index, exitcode, raised=None
+                          ) -> WorkerError:
     return WorkerError(
-        message, env_index=env_index, worker_index=worker_index, exitcode=exitcode
+        message, env_index=env_index, worker_index=worker_index, exitcode=exitcode,
+        raised=raised,
     )
 
 

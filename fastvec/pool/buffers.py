@@ -1,11 +1,15 @@
-"""The batch a step writes: observations (an ``ObsStore``), rewards and flags, one per row.
+"""The batch a step writes: observations (an ``ObsStore``) and one table of per-row results.
 
-Steppers write into them (``fastvec.pool.local.make_stepper``); under a process
-pool the arrays are views of the shared block.
+:data:`RESULT_FIELDS` declares each per-row result once (name, dtype); the buffers,
+the shared block's regions (``pool/process/start.py``), Ray's packed replies
+(``pool/ray/actor.py``) and the steppers' arguments (``pool/local.py``) are derived
+from it, so a new per-row array is one line here.  Steppers write into the buffers;
+under a process pool the arrays are views of the shared block.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -13,9 +17,34 @@ import numpy as np
 from fastvec.pool.games import is_game
 from fastvec.pool.obs_store import ObsStore
 
-__all__ = ["Buffers", "rows_of"]
+__all__ = ["ENV_RESULTS", "RESULT_FIELDS", "Buffers", "ResultField", "rows_of"]
 
 Where = slice | np.ndarray
+
+
+@dataclass(frozen=True)
+class ResultField:
+    """One result per row: its name (a ``Buffers`` attribute, a shared-block region, a
+    stepper's keyword) and its dtype.
+    """
+
+    name: str
+    dtype: np.dtype
+
+
+RESULT_FIELDS = (
+    ResultField("rewards", np.dtype(np.float64)),
+    ResultField("terminations", np.dtype(np.bool_)),
+    ResultField("truncations", np.dtype(np.bool_)),
+    # the row's episode (its game's, for games) ended on its last step: NEXT_STEP
+    # resets it on the next one, DISABLED refuses to step it
+    ResultField("needs_reset", np.dtype(np.bool_)),
+    ResultField("alive", np.dtype(np.bool_)),  # games: the row's agent is in the game
+    ResultField("active", np.dtype(np.bool_)),  # games: the row's agent acts next
+)
+"""Every per-row result of a step, in the order they are packed."""
+ENV_RESULTS = ("rewards", "terminations", "truncations", "needs_reset")
+"""The fields a single-agent stepper writes (games write all of them)."""
 
 
 def rows_of(envs: list) -> int:
@@ -27,12 +56,8 @@ def rows_of(envs: list) -> int:
 
 @dataclass
 class Buffers:
-    """One entry per row (env, or seat of a game); in shared memory under ``SubprocVecEnv``.
-
-    ``needs_reset[i]``: row i's episode (its game, for games) ended on its last
-    step (``NEXT_STEP`` resets it on the next one; ``DISABLED`` refuses to step
-    it).  ``alive`` / ``active``: for games, whether the row's agent is in the
-    game and whether it acts next (unused for single-agent envs).
+    """Observations and one array per :data:`RESULT_FIELDS` entry, one entry per row (env,
+    or seat of a game); in shared memory under ``SubprocVecEnv``.
     """
 
     obs: ObsStore
@@ -44,10 +69,20 @@ class Buffers:
     active: np.ndarray
 
     @classmethod
-    def allocate(cls, obs: ObsStore, num_envs: int) -> Buffers:
+    def allocate(cls, obs: ObsStore, num_rows: int) -> Buffers:
         """Buffers in this process's memory."""
-        return cls(obs, np.zeros(num_envs, dtype=np.float64),
-                   *(np.zeros(num_envs, np.bool_) for _ in range(5)))
+        return cls(obs, **{f.name: np.zeros(num_rows, f.dtype) for f in RESULT_FIELDS})
+
+    @classmethod
+    def over(cls, obs: ObsStore, arrays: Mapping[str, np.ndarray]) -> Buffers:
+        """Buffers over ``arrays[name]`` for each result field (the shared block's regions)."""
+        return cls(obs, **{f.name: arrays[f.name] for f in RESULT_FIELDS})
+
+    def results(self, start: int, stop: int, names: tuple[str, ...] | None = None
+                ) -> dict[str, np.ndarray]:
+        """Views of rows ``start:stop`` of the result arrays ``names`` (default: all)."""
+        return {name: getattr(self, name)[start:stop]
+                for name in (names or tuple(f.name for f in RESULT_FIELDS))}
 
     def clear(self, where: Where, truncate: bool = False) -> None:
         """Rows ``where`` start afresh: reward 0, flags False (``truncations=truncate``)."""

@@ -29,7 +29,8 @@ from fastvec.spaces.observation_mode import (
     same_space_hint,
 )
 
-__all__ = ["default_context", "default_num_workers", "local_pool", "process_pool"]
+__all__ = ["check_count", "check_env_fns", "check_timeout", "default_context",
+           "default_num_workers", "failure_policy", "local_pool", "process_pool"]
 
 
 def default_context() -> str:
@@ -82,27 +83,20 @@ def process_pool(env_fns: Sequence[Callable[[], Any]], mode: int, copy: bool,
             cannot be batched (``SpacesMismatchError``).
         WorkerError: an env could not be built.
     """
-    num_envs = len(env_fns)  # env functions; a game fills several rows, known later
-    if num_envs < 1:
-        raise ValueError("expected at least one env function, got none")
+    num_envs = check_env_fns(env_fns)  # env functions; a game fills several rows, known later
     local = 1 if local_block else 0
     if num_workers is None:
         num_workers = default_num_workers(num_envs, local_block)
-    if isinstance(num_workers, bool) or not isinstance(num_workers, int) \
-            or not 1 <= num_workers <= num_envs - local:
-        where = " with local_block=True (the first block stays in this process)" \
-            if local_block else ""
-        raise ValueError(f"expected num_workers in [1, {num_envs - local}]{where}, got "
-                         f"{num_workers!r}")
-    check_failure_policy(on_worker_failure, max_restarts)
+    check_count(num_workers, "num_workers", num_envs - local,
+                " with local_block=True (the first block stays in this process)"
+                if local_block else "")
+    restarts = failure_policy(num_envs, on_worker_failure, max_restarts)
     check_observation_mode(observation_mode)
     check_stacking(frame_stack, observation_mode)
-    if timeout is not None and not timeout > 0:
-        raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
+    check_timeout(timeout)
     if context is not None and context not in mp.get_all_start_methods():
         raise ValueError(f"expected context in {mp.get_all_start_methods()} or None, "
                          f"got {context!r}")
-    restarts = Restarts(num_envs, max_restarts) if on_worker_failure == "restart" else None
     pool = ProcessPool(env_fns, split_blocks(num_envs, num_workers + local),
                        mp.get_context(context or default_context()), mode, copy, timeout,
                        on_worker_failure, observation_mode, restarts, local=bool(local_block),
@@ -110,6 +104,39 @@ def process_pool(env_fns: Sequence[Callable[[], Any]], mode: int, copy: bool,
     pool.num_workers = num_workers
     pool.context = context or default_context()
     return pool
+
+
+# -- the checks every pool builder makes (the process pool's here, the Ray pool's in
+# pool/ray/pool.py), each written once
+
+def check_env_fns(env_fns: Sequence[Any]) -> int:
+    """How many env functions; ValueError if none."""
+    if len(env_fns) < 1:
+        raise ValueError("expected at least one env function, got none")
+    return len(env_fns)
+
+
+def check_count(value: Any, name: str, most: int, where: str = "") -> None:
+    """``value`` (``num_workers``, ``num_actors``) is an int in ``[1, most]``, else a
+    ValueError that names it (``where``: why the bound is what it is).
+    """
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= most:
+        raise ValueError(f"expected {name} in [1, {most}]{where}, got {value!r}")
+
+
+def check_timeout(timeout: float | None) -> None:
+    """None or a positive number of seconds (not NaN)."""
+    if timeout is not None and not timeout > 0:
+        raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
+
+
+def failure_policy(num_envs: int, on_failure: str, max_restarts: int | None
+                   ) -> Restarts | None:
+    """``on_worker_failure`` and ``max_restarts`` checked; the restart counter for
+    ``"restart"``.
+    """
+    check_failure_policy(on_failure, max_restarts)
+    return Restarts(num_envs, max_restarts) if on_failure == "restart" else None
 
 
 def check_stacking(frame_stack: FrameStack | None, observation_mode: ObservationMode) -> None:

@@ -18,7 +18,7 @@ from fastvec._kernels.games import GameBlock
 from fastvec._kernels.infos import batch_infos
 from fastvec._kernels.stepping import EnvBlock
 from fastvec.pool.base import Entries, Pool
-from fastvec.pool.buffers import Buffers, rows_of
+from fastvec.pool.buffers import ENV_RESULTS, Buffers, rows_of
 from fastvec.pool.games import adapt, is_game, unit_spaces, zero_observation
 from fastvec.spaces.actions import ActionChecker
 from fastvec.spaces.frame_stack import FrameStack, stack_plan
@@ -36,16 +36,14 @@ def make_stepper(envs: list, start: int, buffers: Buffers, mode: int,
     """
     stop = start + rows_of(envs)
     table, rows, objects = buffers.obs.target(start, stop)
-    results = (buffers.rewards[start:stop], buffers.terminations[start:stop],
-               buffers.truncations[start:stop], buffers.needs_reset[start:stop])
     if envs and is_game(envs[0]):
         obs_space, _, agents = unit_spaces(envs[0])
         block: EnvBlock | GameBlock = GameBlock(
             envs, [adapt(game) for game in envs], agents, mode, table, rows, objects,
-            zero_observation(obs_space), *results, buffers.alive[start:stop],
-            buffers.active[start:stop], start)
+            zero_observation(obs_space), **buffers.results(start, stop), first_index=start)
     else:
-        block = EnvBlock(envs, mode, table, rows, objects, *results, start)
+        block = EnvBlock(envs, mode, table, rows, objects,
+                         **buffers.results(start, stop, ENV_RESULTS), first_index=start)
         if frame_stack is not None:
             block.stack_frames(stack_plan(unit_spaces(envs[0])[0], frame_stack))
     return block, objects

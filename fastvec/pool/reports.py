@@ -14,9 +14,9 @@ from __future__ import annotations
 import traceback
 from typing import NamedTuple
 
-from fastvec.errors import EnvFnError, ObservationError, SpacesMismatchError
+from fastvec.errors import EnvFnError, ObservationError, SpacesMismatchError, WorkerError
 
-__all__ = ["ErrorReport", "RemoteTraceback", "rebuild_mistake", "report_error"]
+__all__ = ["ErrorReport", "RemoteTraceback", "env_failure", "rebuild_mistake", "report_error"]
 
 
 class ErrorReport(NamedTuple):
@@ -67,3 +67,19 @@ def rebuild_mistake(report: ErrorReport) -> BaseException | None:
     exc = _MISTAKES[report.mistake](report.message)
     exc.__cause__ = RemoteTraceback(report.traceback)
     return exc
+
+
+def env_failure(where: str, type_name: str, message: str, what: str, *,
+                env_index: int | None, worker_index: int | None,
+                cause: BaseException) -> WorkerError:
+    """The ``WorkerError`` for an env that raised: ``"<where> raised <type_name> during
+    <what>: <message>"``, every backend's words in one place (``where``: ``"env 3 (worker
+    1)"``, ``"game 2 (actor 0)"``, ``"the local block"``...), with ``cause`` (the remote
+    traceback, or the exception itself) as ``__cause__``; ``raised`` keeps the env's own
+    type name and message, so a host that passes the error on re-words only its own part.
+    """
+    error = WorkerError(f"{where} raised {type_name} during {what}: {message}",
+                        env_index=env_index, worker_index=worker_index,
+                        raised=(type_name, message))
+    error.__cause__ = cause
+    return error

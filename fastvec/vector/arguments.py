@@ -124,3 +124,16 @@ def async_vector_env_options(num_workers: int | None, default_workers: Callable[
                          "block steps beside at least one worker), got "
                          f"{max_concurrency!r}; use local_block=False to step one block at a time")
     return min(default_workers() if num_workers is None else num_workers, cap)
+
+
+def refuse_ended(needs_reset: np.ndarray, ids: np.ndarray | None, how: str) -> None:
+    """In ``DISABLED`` mode: refuse to step envs whose episode ended (of ``ids``, or any).
+
+    Raises:
+        RuntimeError: some did; the message names them and says to reset them ``how``.
+    """
+    ended = needs_reset if ids is None else needs_reset[ids]
+    if ended.any():
+        done = (np.flatnonzero(ended) if ids is None else ids[ended]).tolist()
+        raise RuntimeError(f"envs {done} ended their episodes and autoreset_mode is DISABLED: "
+                           f"reset them with {how}")

@@ -25,6 +25,7 @@ from fastvec._kernels.stepping import Autoreset
 from fastvec.errors import NoAsyncCallError
 from fastvec.pool.base import Pool
 from fastvec.spaces.actions import ActionChecker
+from fastvec.vector.arguments import refuse_ended
 from fastvec.vector.base import BatchedVecEnv
 from fastvec.vector.call_state import CallState, guarded
 from fastvec.vector.episode_stats import EpisodeStats
@@ -117,9 +118,7 @@ class AsyncBatches:
         for w in blocks:
             a, b = self.bounds[w]
             reset = slice(a, b) if mask is None else np.flatnonzero(mask[a:b]) + a
-            self.buffers.rewards[reset] = 0.0
-            self.buffers.terminations[reset] = False
-            self.buffers.truncations[reset] = False
+            self.buffers.clear(reset)
         self.pool.post_reset(blocks, seeds, options, mask)
         if self.stats is not None:
             self.stats.reset(mask)
@@ -174,12 +173,9 @@ class AsyncBatches:
                                     self.pool.about.agents)
             self.checkers[len(ids)] = checker
         checked = checker.check(actions, env_ids=ids)  # messages name envs by their env_ids
-        needs_reset = self.buffers.needs_reset
-        if self.mode_code == Autoreset.DISABLED and needs_reset[ids].any():
-            done = ids[needs_reset[ids]].tolist()
-            raise RuntimeError(f"envs {done} ended their episodes and autoreset_mode is "
-                               "DISABLED: reset them with async_reset(options={'reset_mask': "
-                               "mask}) before sending actions")
+        if self.mode_code == Autoreset.DISABLED:
+            refuse_ended(self.buffers.needs_reset, ids,
+                         "async_reset(options={'reset_mask': mask}) before sending actions")
         self.pool.post_step(blocks, checked, checker, ids)
         self.held[blocks] = False
         self.in_flight[blocks] = True
@@ -226,8 +222,7 @@ class RemoteVecEnv(BatchedVecEnv):
 
     def _start_batches(self) -> None:
         """Async batches over the pool's blocks (call once the pool is set up)."""
-        assert self._pool is not None
-        self._batches = AsyncBatches(self._pool, self.batch_size, self._mode_code,
+        self._batches = AsyncBatches(self._open_pool, self.batch_size, self._mode_code,
                                      self.single_action_space, self._stats, self._games)
 
     @guarded("async_reset")

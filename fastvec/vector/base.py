@@ -25,7 +25,7 @@ from fastvec.pool.buffers import Buffers
 from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
 from fastvec.spaces.layout import Layout
-from fastvec.vector.arguments import mode_code, parse_autoreset_mode, reset_args
+from fastvec.vector.arguments import mode_code, parse_autoreset_mode, refuse_ended, reset_args
 from fastvec.vector.call_state import CallState, check_call, guarded, refuse_concurrent_call
 from fastvec.vector.env_calls import EnvCalls
 from fastvec.vector.episode_stats import EpisodeStats
@@ -105,6 +105,14 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         self._all_blocks = range(pool.num_blocks)
         self._buffers: Buffers = pool.buffers
         self.layout: Layout | None = pool.buffers.obs.layout
+
+    @property
+    def _open_pool(self) -> Pool:
+        """Where the envs run (set by the constructor; None once closed)."""
+        pool = self._pool
+        if pool is None:
+            raise ClosedEnvError(f"{type(self).__name__} is closed")
+        return pool
 
     @property
     def closed(self) -> bool:  # type: ignore[override]
@@ -211,8 +219,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
                     ) -> tuple[list[int], np.ndarray | None]:
         """Check the arguments and start resetting; the blocks reset and the mask."""
         seeds, mask = self._reset_args(seed, options)
-        pool = self._pool
-        assert pool is not None  # set in __init__
+        pool = self._open_pool
         blocks = [b for b, (start, stop) in enumerate(pool.bounds)
                   if mask is None or mask[start:stop].any()]
         pool.post_reset(blocks, seeds, options, mask)
@@ -220,13 +227,8 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
 
     def _finish_reset(self, blocks: list[int], mask: np.ndarray | None
                       ) -> tuple[Any, dict[str, Any]]:
-        pool = self._pool
-        assert pool is not None  # set in __init__
-        _, infos = pool.collect(blocks, "a reset", restart_truncates=False)
-        where = slice(None) if mask is None else mask
-        self._buffers.terminations[where] = False
-        self._buffers.truncations[where] = False
-        self._buffers.needs_reset[where] = False
+        _, infos = self._open_pool.collect(blocks, "a reset", restart_truncates=False)
+        self._buffers.clear(slice(None) if mask is None else mask)
         if self._stats is not None:
             self._stats.reset(mask)
         if self._games:
@@ -278,18 +280,13 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
 
     def _post_step(self, actions: Any) -> None:
         checked = self._actions.check(actions)
-        needs_reset = self._buffers.needs_reset
-        if self._mode_code == _DISABLED and needs_reset.any():
-            done = np.flatnonzero(needs_reset).tolist()
-            raise RuntimeError(
-                f"envs {done} ended their episodes and autoreset_mode is DISABLED: reset them "
-                "with reset(options={'reset_mask': mask}) before stepping")
-        assert self._pool is not None  # set in __init__
-        self._pool.post_step(self._all_blocks, checked, self._actions)
+        if self._mode_code == _DISABLED:
+            refuse_ended(self._buffers.needs_reset, None, "reset(options={'reset_mask': mask}) "
+                         "before stepping")
+        self._open_pool.post_step(self._all_blocks, checked, self._actions)
 
     def _finish_step(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        assert self._pool is not None  # set in __init__
-        _, infos = self._pool.collect(self._all_blocks, "a step")
+        _, infos = self._open_pool.collect(self._all_blocks, "a step")
         buffers = self._buffers
         if self._games:
             add_game_infos(infos, buffers, slice(None))
@@ -316,8 +313,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
 
     def _control(self, fn: Callable[..., Any], targets: list[int],
                  args: list[tuple] | None, what: str) -> list:
-        assert self._pool is not None  # set in __init__
-        return self._pool.control(fn, targets, args, what)
+        return self._open_pool.control(fn, targets, args, what)
 
     def close_extras(self, timeout: float | None = None, terminate: bool = False,
                      **kwargs: Any) -> None:

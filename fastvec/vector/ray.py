@@ -14,19 +14,13 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
-from fastvec.pool.base import split_blocks
 from fastvec.pool.env_fns import env_functions
-from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS, Restarts, check_failure_policy
+from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS
 from fastvec.spaces.frame_stack import FrameStack, parse_frame_stack
 from fastvec.vector.arguments import mode_code, parse_autoreset_mode
 from fastvec.vector.async_batches import RemoteVecEnv, check_batch_size, check_positive
 
 __all__ = ["RayVecEnv"]
-
-INNER = ("sync", "subproc")
-# What inner_options may set: the worker-process pool's own options (pool/build.py).
-INNER_OPTIONS = ("num_workers", "context", "daemon", "local_block")
-
 
 class RayVecEnv(RemoteVecEnv):
     """Runs envs in Ray actors, a contiguous block of envs per actor, one call per step.
@@ -87,56 +81,28 @@ class RayVecEnv(RemoteVecEnv):
         frame_stack: int | FrameStack | None = None,
     ) -> None:
         try:
-            import ray
+            import ray  # noqa: F401  (here, to say which extra installs it)
         except ImportError as exc:
             raise ImportError("RayVecEnv needs Ray: pip install -e '.[ray]' "
                               f"(or pip install 'ray>=2.9'); {exc}") from exc
 
-        from fastvec.pool.ray.pool import RayPool
-        from fastvec.pool.ray.session import start_local_ray, stop_local_ray
+        from fastvec.pool.ray.build import ray_pool
 
         env_fns = env_functions(env_fns)
-        num_envs = len(env_fns)
-        if num_envs < 1:
-            raise ValueError("expected at least one env function, got none")
-        if inner not in INNER:
-            raise ValueError(f"expected inner 'sync' or 'subproc', got {inner!r}")
-        unknown = sorted(set(inner_options or {}) - set(INNER_OPTIONS))
-        if unknown:
-            raise ValueError(f"inner_options takes the options of the worker processes on an "
-                             f"actor's node, {', '.join(INNER_OPTIONS)}; got {unknown} (the "
-                             "vector env's own options are RayVecEnv's arguments)")
-        if inner_options and inner != "subproc":
-            raise ValueError(f"inner_options is for inner='subproc', got it with inner={inner!r}")
-        check_failure_policy(on_worker_failure, max_restarts)
-        if timeout is not None and timeout <= 0:
-            raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
-        if num_actors is not None and not 1 <= num_actors <= num_envs:
-            raise ValueError(f"expected num_actors in [1, {num_envs}], got {num_actors}")
         mode = parse_autoreset_mode(autoreset_mode)
         self.frame_stack = parse_frame_stack(frame_stack)
-        started = start_local_ray()
-        try:
-            if num_actors is None:
-                alive = sum(1 for node in ray.nodes() if node.get("Alive"))
-                num_actors = max(1, min(num_envs, alive))
-            self.num_actors = num_actors
-            check_positive(batch_size)  # the rest once the rows are known (games fill several)
-            restarts = Restarts(num_envs, max_restarts) if on_worker_failure == "restart" \
-                else None
-            pool = RayPool(env_fns, split_blocks(num_envs, num_actors), inner, mode_code(mode),
-                           bool(copy), actor_options, inner_options, timeout, on_worker_failure,
-                           started, restarts, self.frame_stack)
-        except BaseException:
-            if started:
-                stop_local_ray()
-            raise
+        check_positive(batch_size)  # the rest once the rows are known (games fill several)
+        pool = ray_pool(env_fns, mode=mode_code(mode), copy=bool(copy), num_actors=num_actors,
+                        inner=inner, inner_options=inner_options, actor_options=actor_options,
+                        timeout=timeout, on_failure=on_worker_failure,
+                        max_restarts=max_restarts, frame_stack=self.frame_stack)
+        self.num_actors = pool.num_blocks
         self.inner = inner
         self.timeout = timeout
         self.on_worker_failure = on_worker_failure
         self.max_restarts = max_restarts
         try:
-            self.batch_size = check_batch_size(batch_size, pool.num_rows, num_actors,
+            self.batch_size = check_batch_size(batch_size, pool.num_rows, self.num_actors,
                                                host="actor", seats=pool.seats)
             self._setup(pool, mode, copy, episode_statistics)
         except BaseException:

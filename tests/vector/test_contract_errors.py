@@ -186,6 +186,8 @@ def test_an_env_exception_reaches_the_caller(raise_at, make_envs):
     assert isinstance(error, EnvBoom) or isinstance(error.__cause__, EnvBoom) or (
         "EnvBoom" in str(error) and "EnvBoom" in str(error.__cause__)), repr(error)
     assert "env 1 raised on purpose" in str(error) + str(error.__cause__)
+    if not isinstance(error, EnvBoom) and hasattr(error, "raised"):  # a WorkerError
+        assert error.raised[0] == "EnvBoom" and "env 1 raised on purpose" in error.raised[1]
 
 
 # ---------------------------------------------------------------------------

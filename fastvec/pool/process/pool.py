@@ -21,7 +21,7 @@ import cloudpickle
 import numpy as np
 
 from fastvec._kernels.barrier import Barrier
-from fastvec.errors import ObservationError, WorkerError
+from fastvec.errors import ObservationError
 from fastvec.pool.about import About, check_blocks, describe, stacked
 from fastvec.pool.base import STARTUP_SECONDS, Entries, Pool
 from fastvec.pool.buffers import Buffers
@@ -39,13 +39,14 @@ from fastvec.pool.process.protocol import (
     ResetRequest,
     Status,
     StepActions,
+    Stepping,
     spin_budget_us,
 )
 from fastvec.pool.process.shared_infos import Block, InfoReader
 from fastvec.pool.process.shm import SharedBlock
 from fastvec.pool.process.start import build_local_envs, local_error, plan_shared_block
 from fastvec.pool.process.workers import Workers
-from fastvec.pool.reports import ErrorReport, RemoteTraceback, rebuild_mistake
+from fastvec.pool.reports import ErrorReport, RemoteTraceback, env_failure, rebuild_mistake
 from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
 from fastvec.spaces.layout import batch_views, copy_into, layout_of
@@ -80,7 +81,7 @@ class ProcessPool(Pool):
         self.bounds = self.unit_bounds = bounds
         self.on_failure = on_failure
         self.restarts = restarts
-        self._stepping = (mode, frame_stack)  # how blocks step: autoreset code, FrameStack
+        self._stepping = Stepping(mode, frame_stack)
         self.workers = Workers(ctx, len(bounds), timeout, on_failure == "restart", daemon)
         self._local: LocalBlock | None = None
         self._local_fns = list(env_fns[:bounds[0][1]]) if local else []
@@ -135,7 +136,7 @@ class ProcessPool(Pool):
         """Read what every block built, check it, lay out and attach the shared block."""
         deadline = time.monotonic() + STARTUP_SECONDS
         abouts = [stacked(self._about(b, deadline) if self.workers.procs[b] else
-                          describe(self._local_envs), self._stepping[1])
+                          describe(self._local_envs), self._stepping.frame_stack)
                   for b in range(self.num_blocks)]
         check_blocks(abouts, 0, observation_mode == "same", same_space_hint)
         self.observation_spaces = observation_spaces(
@@ -156,11 +157,12 @@ class ProcessPool(Pool):
         self._action_views = None if action_layout is None else batch_views(
             action_layout, arrays[Region.ACTIONS])
         store = make_obs_store(obs_space, self.num_rows, copy, arrays[Region.OBS])
-        self.buffers = Buffers(store, *(arrays[region] for region in Region.RESULTS))
+        self.buffers = Buffers.over(store, arrays)
         for b in self.workers.blocks:
             self._attach(b, deadline)
         if self._local_envs:
-            self._local = LocalBlock(self._local_envs, 0, self.buffers, *self._stepping)
+            self._local = LocalBlock(self._local_envs, 0, self.buffers, self._stepping.mode,
+                                     self._stepping.frame_stack)
 
     def _about(self, b: int, deadline: float) -> About:
         message = self.workers[b].recv(deadline, "start-up")
@@ -171,7 +173,8 @@ class ProcessPool(Pool):
     def _attach(self, b: int, deadline: float) -> None:
         assert self._shared is not None
         worker = self.workers[b]
-        worker.send(Attach(self._plan, self.bounds[b][0], b, self.num_blocks, *self._stepping))
+        worker.send(Attach(self._plan, self.bounds[b][0], b, self.num_blocks,
+                           self._stepping.mode, self._stepping.frame_stack))
         worker.send_fd(self._shared.fd)
         message = worker.recv(deadline, "start-up")
         if isinstance(message, ErrorReport):
@@ -349,10 +352,8 @@ class ProcessPool(Pool):
         worker = self.workers[b].index
         where = f"{self.unit_name} {env_index} (worker {worker})" if env_index is not None \
             else f"worker {worker}"
-        exc = WorkerError(f"{where} raised {report.type_name} during {what}: {report.message}",
-                          env_index=env_index, worker_index=worker)
-        exc.__cause__ = RemoteTraceback(report.traceback)
-        return exc
+        return env_failure(where, report.type_name, report.message, what, env_index=env_index,
+                           worker_index=worker, cause=RemoteTraceback(report.traceback))
 
     # -- restart and shutdown --------------------------------------------------------
 
@@ -375,7 +376,8 @@ class ProcessPool(Pool):
             except Exception:  # noqa: S110 - the envs are being replaced
                 pass
             self._local_envs = build_local_envs(self._local_fns)
-            self._local = LocalBlock(self._local_envs, 0, self.buffers, *self._stepping)
+            self._local = LocalBlock(self._local_envs, 0, self.buffers, self._stepping.mode,
+                                     self._stepping.frame_stack)
             self._local.post_reset([None] * z, None, None)
             reply = self._run_local("a reset after restart")
         if isinstance(reply, BaseException):

@@ -22,6 +22,7 @@ CLOSE      no message; the worker closes its envs and exits.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, NamedTuple
 
@@ -74,19 +75,22 @@ class Region:
     BARRIER = "barrier"
     OBS = "obs"  # (num_envs, record_size) bytes: one observation record per env
     ACTIONS = "actions"  # (num_envs, action record_size) bytes
-    REWARDS = "rewards"
-    TERMINATIONS = "terminations"
-    TRUNCATIONS = "truncations"
-    NEEDS_RESET = "needs_reset"
-    ALIVE = "alive"  # games: the row's agent is in the game
-    ACTIVE = "active"  # games: the row's agent acts next
-    # the regions of a step's results, in the order of ``Buffers``' fields after ``obs``
-    RESULTS = (REWARDS, TERMINATIONS, TRUNCATIONS, NEEDS_RESET, ALIVE, ACTIVE)
+    # and one region per result field, named as the field (pool/buffers.py RESULT_FIELDS)
     INFOS = "infos"  # (num_workers, INFO_BYTES): each worker's info area
     INFOS_RAW_ONLY = "infos_raw_only"  # set by the parent: workers send raw infos only
 
 
 # -- start-up --------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Stepping:
+    """How every block of a pool steps: the kernels' autoreset code, and the frame stack
+    each record keeps (a ``fastvec.spaces.frame_stack.FrameStack``, or None).
+    """
+
+    mode: int
+    frame_stack: Any = None
+
 
 class Attach(NamedTuple):
     """Where the worker's block sits in the shared block (its fd follows): its first row,

@@ -14,10 +14,12 @@ from typing import Any
 
 from fastvec._kernels.barrier import barrier_nbytes
 from fastvec.errors import EnvFnError, WorkerError
+from fastvec.pool.buffers import RESULT_FIELDS
 from fastvec.pool.env_fns import checked, close_quietly
 from fastvec.pool.process.protocol import Region
 from fastvec.pool.process.shared_infos import INFO_BYTES
 from fastvec.pool.process.shm import BlockPlan, plan_block
+from fastvec.pool.reports import env_failure
 from fastvec.spaces.layout import Layout
 
 __all__ = ["build_local_envs", "local_error", "plan_shared_block"]
@@ -30,12 +32,7 @@ def plan_shared_block(num_rows: int, num_blocks: int, obs_layout: Layout | None,
         (Region.BARRIER, (barrier_nbytes(num_blocks),), "u1"),
         (Region.OBS, (num_rows, obs_layout.record_size if obs_layout else 0), "u1"),
         (Region.ACTIONS, (num_rows, action_layout.record_size if action_layout else 0), "u1"),
-        (Region.REWARDS, (num_rows,), "f8"),
-        (Region.TERMINATIONS, (num_rows,), "?"),
-        (Region.TRUNCATIONS, (num_rows,), "?"),
-        (Region.NEEDS_RESET, (num_rows,), "?"),
-        (Region.ALIVE, (num_rows,), "?"),
-        (Region.ACTIVE, (num_rows,), "?"),
+        *((field.name, (num_rows,), field.dtype.str) for field in RESULT_FIELDS),
         (Region.INFOS, (num_blocks, INFO_BYTES), "u1"),
         (Region.INFOS_RAW_ONLY, (1,), "u1"),
     ])
@@ -47,10 +44,8 @@ def local_error(exc: Exception, env_index: int | None, what: str,
     trainer's own block (``worker_index`` None, the exception itself as ``__cause__``).
     """
     where = f"{unit} {env_index} (local block)" if env_index is not None else "the local block"
-    error = WorkerError(f"{where} raised {type(exc).__name__} during {what}: {exc}",
-                        env_index=env_index, worker_index=None)
-    error.__cause__ = exc
-    return error
+    return env_failure(where, type(exc).__name__, str(exc), what, env_index=env_index,
+                       worker_index=None, cause=exc)
 
 
 def build_local_envs(env_fns: Sequence[Callable[[], Any]]) -> list:

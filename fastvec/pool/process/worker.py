@@ -136,7 +136,7 @@ class _Server:
         layout = layout_of(space)
         store: ObsStore = ObjectStore(space, end, copy=False) if layout is None else \
             RecordStore(layout, arrays[Region.OBS], copy=False)
-        buffers = Buffers(store, *(arrays[region] for region in Region.RESULTS))
+        buffers = Buffers.over(store, arrays)
         # obs_objects: the block's observations on the object path, sent in each reply
         self.env_block, self.obs_objects = make_stepper(envs, self.first, buffers,
                                                         setup.autoreset_mode, setup.frame_stack)

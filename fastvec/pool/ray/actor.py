@@ -33,6 +33,7 @@ from gymnasium.vector.utils import batch_space
 from fastvec.errors import EnvFnError, ObservationError, SpacesMismatchError, WorkerError
 from fastvec.pool.about import About
 from fastvec.pool.base import Pool
+from fastvec.pool.buffers import RESULT_FIELDS
 from fastvec.pool.build import local_pool, process_pool
 from fastvec.pool.env_fns import checked, close_quietly
 from fastvec.pool.local import LocalPool
@@ -44,32 +45,30 @@ __all__ = ["BlockHost", "pack", "packed_size", "unpack"]
 Reply = Any  # np.ndarray | tuple[np.ndarray, list | None, list | None] | ErrorReport
 
 
-FLAGS = ("terminations", "truncations", "needs_reset", "alive", "active")
-
-
 def packed_size(count: int, record_size: int) -> int:
-    """Bytes of a block's packed results: rewards, records, five flags per row."""
-    return count * (8 + record_size + len(FLAGS))
+    """Bytes of a block's packed results: each result field's rows, then the records."""
+    return count * (sum(f.dtype.itemsize for f in RESULT_FIELDS) + record_size)
 
 
-def unpack(packed: np.ndarray, count: int, record_size: int) -> tuple[np.ndarray, ...]:
-    """Views of a packed block: ``(rewards, records, *flags)``, the flags in ``FLAGS`` order."""
-    rewards = packed[:8 * count].view(np.float64)
-    end = 8 * count + count * record_size
-    records = packed[8 * count:end].reshape(count, record_size)
-    flags = packed[end:end + len(FLAGS) * count].view(np.bool_)
-    return (rewards, records, *(flags[k * count:(k + 1) * count] for k in range(len(FLAGS))))
+def unpack(packed: np.ndarray, count: int, record_size: int
+           ) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Views of a packed block: ``({field name: its rows}, records)``."""
+    fields, offset = {}, 0
+    for field in RESULT_FIELDS:
+        size = count * field.dtype.itemsize
+        fields[field.name] = packed[offset:offset + size].view(field.dtype)
+        offset += size
+    return fields, packed[offset:offset + count * record_size].reshape(count, record_size)
 
 
 def pack(out: np.ndarray, buffers: Any, records: np.ndarray | None) -> np.ndarray:
     """The block's results from ``buffers`` (and observation ``records``) into ``out``."""
     count = len(buffers.rewards)
-    rewards, rows, *flags = unpack(out, count, 0 if records is None else records.shape[1])
-    rewards[:] = buffers.rewards
+    fields, rows = unpack(out, count, 0 if records is None else records.shape[1])
+    for name, view in fields.items():
+        view[:] = getattr(buffers, name)
     if records is not None:
         rows[:] = records
-    for name, flag in zip(FLAGS, flags, strict=True):
-        flag[:] = getattr(buffers, name)
     return out
 
 
@@ -194,9 +193,13 @@ class BlockHost:
         if isinstance(exc, WorkerError) and exc.env_index is not None:
             env_index = exc.env_index  # from the inner process pool
         index = None if env_index is None else env_index + self.first
+        if isinstance(exc, WorkerError) and exc.raised is not None:
+            # the env's own exception: the trainer says where it happened, in its words
+            report = report_error(exc, index, exc.raised[1])
+            return report._replace(type_name=exc.raised[0])
         message = str(exc)
         if isinstance(exc, (EnvFnError, ObservationError, SpacesMismatchError, WorkerError)):
-            # name envs by their index in the whole vector env, not in this block
+            # fastvec's own messages: name envs by their index in the whole vector env
             message = re.sub(r"\b(env|game) (\d+)|\b(env_fns)\[(\d+)\]",
                              lambda m: f"{m[1]} {int(m[2]) + self.first}" if m[1] else
                              f"env_fns[{int(m[4]) + self.first}]", message)

@@ -31,9 +31,9 @@ from fastvec.pool.base import CLOSE_GRACE_SECONDS, SLICE_SECONDS, STARTUP_SECOND
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.env_fns import pickle_blocks
 from fastvec.pool.obs_store import make_obs_store
-from fastvec.pool.ray.actor import FLAGS, BlockHost, unpack
+from fastvec.pool.ray.actor import BlockHost, unpack
 from fastvec.pool.ray.session import stop_local_ray
-from fastvec.pool.reports import ErrorReport, RemoteTraceback, rebuild_mistake
+from fastvec.pool.reports import ErrorReport, RemoteTraceback, env_failure, rebuild_mistake
 from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
 from fastvec.spaces.layout import layout_of
@@ -68,10 +68,11 @@ class RayPool(Pool):
 
     owner, block_word = "RayVecEnv", "actor"
 
-    def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], inner: str,
-                 mode: int, copy: bool, actor_options: dict | None, inner_options: dict | None,
-                 timeout: float | None, on_failure: str, started_ray: bool = False,
-                 restarts: Restarts | None = None, frame_stack: Any = None) -> None:
+    def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], *,
+                 inner: str, mode: int, copy: bool, actor_options: dict | None,
+                 inner_options: dict | None, timeout: float | None, on_failure: str,
+                 started_ray: bool = False, restarts: Restarts | None = None,
+                 frame_stack: Any = None) -> None:
         import ray
 
         self._ray = ray
@@ -197,13 +198,12 @@ class RayPool(Pool):
         if type(reply) is tuple:
             reply, entries, objects = reply
         start, stop = self.bounds[b]
-        rewards, records, *flags = unpack(reply, stop - start, self._record_size)
+        fields, records = unpack(reply, stop - start, self._record_size)
         buffers = self.buffers
-        buffers.rewards[start:stop] = rewards
+        for name, view in fields.items():
+            getattr(buffers, name)[start:stop] = view
         if self._record_size:
             buffers.obs.rows[start:stop] = records  # type: ignore[attr-defined]
-        for name, flag in zip(FLAGS, flags, strict=True):
-            getattr(buffers, name)[start:stop] = flag
         if objects is not None:
             buffers.obs.receive(start, objects)
         return entries or []
@@ -274,10 +274,8 @@ class RayPool(Pool):
         mistake = rebuild_mistake(report)
         if mistake is not None:
             return mistake
-        exc = WorkerError(f"{where} raised {report.type_name} during {what}: "
-                          f"{report.message}", env_index=index, worker_index=b)
-        exc.__cause__ = RemoteTraceback(report.traceback)
-        return exc
+        return env_failure(where, report.type_name, report.message, what, env_index=index,
+                           worker_index=b, cause=RemoteTraceback(report.traceback))
 
     def note_dead(self, failures: Any) -> None:
         for exc in failures:

@@ -143,8 +143,9 @@ def test_make_with_the_ray_backend(ray):
 
 def test_bad_arguments_are_value_errors(ray):
     fns = make_fns(CountingEnv, 4)
-    for kwargs in ({"num_actors": 5}, {"num_actors": 0}, {"inner": "threads"},
-                   {"on_worker_failure": "ignore"}, {"timeout": 0},
+    for kwargs in ({"num_actors": 5}, {"num_actors": 0}, {"num_actors": True},
+                   {"num_actors": 2.0}, {"inner": "threads"},
+                   {"on_worker_failure": "ignore"}, {"timeout": 0}, {"timeout": float("nan")},
                    {"num_actors": 2, "batch_size": 3}):
         with pytest.raises(ValueError):
             fastvec.RayVecEnv(fns, **kwargs)
@@ -179,6 +180,21 @@ def test_an_env_that_raises_is_a_worker_error_naming_env_and_actor(make_ray):
     assert "Traceback" in str(error.__cause__)
     vec.reset(seed=0)  # an env that raised leaves the vector env usable
     vec.step(np.zeros(4, np.int64))
+
+
+@pytest.mark.parametrize("inner", ["sync", "subproc"])
+def test_the_envs_own_message_is_kept_as_it_is(ray, inner):
+    # the env's text names an env of its own; only fastvec's part names env 2 (actor 1)
+    fns = make_fns(CountingEnv, 4)
+    fns[2] = lambda: (_ for _ in ()).throw(EnvBoom("env 0 of my sim failed"))
+    options = {"inner_options": {"num_workers": 1}} if inner == "subproc" else {}
+    with pytest.raises(WorkerError) as info:
+        fastvec.RayVecEnv(fns, num_actors=2, inner=inner, **options)
+    error = info.value
+    assert str(error) == ("env 2 (actor 1) raised EnvBoom during building its envs: "
+                          "env 0 of my sim failed")
+    assert (error.env_index, error.worker_index) == (2, 1)
+    assert error.raised == ("EnvBoom", "env 0 of my sim failed")
 
 
 def test_an_env_that_fails_to_build_names_its_env(ray):
