@@ -34,7 +34,7 @@ from fastvec.pool.process.protocol import (
     BlockReply,
     Command,
     ControlRequest,
-    Region,
+    RegionName,
     ResendInfos,
     ResetRequest,
     Status,
@@ -42,8 +42,8 @@ from fastvec.pool.process.protocol import (
     Stepping,
     spin_budget_us,
 )
-from fastvec.pool.process.shared_infos import Block, InfoReader
-from fastvec.pool.process.shm import SharedBlock
+from fastvec.pool.process.shared_infos import BlockInfos, InfoReader
+from fastvec.pool.process.shm import SharedSegment
 from fastvec.pool.process.start import build_local_envs, local_error, plan_shared_block
 from fastvec.pool.process.workers import Workers
 from fastvec.pool.reports import ErrorReport, RemoteTraceback, env_failure, rebuild_mistake
@@ -88,7 +88,7 @@ class ProcessPool(Pool):
         self.first_remote = 1 if local else 0  # worker k steps block first_remote + k
         self._local_envs: list = []
         self._local_ticket: int | None = None  # block 0's place in the order of completion
-        self._shared: SharedBlock | None = None
+        self._shared: SharedSegment | None = None
         remote = range(self.first_remote, len(bounds))
         self._payloads = pickle_blocks(env_fns, bounds, remote, "SubprocVecEnv's workers")
         try:
@@ -148,15 +148,15 @@ class ProcessPool(Pool):
         action_layout = layout_of(abouts[0].action_space)
         self._plan = plan_shared_block(self.num_rows, self.num_blocks, layout_of(obs_space),
                                        action_layout)
-        self._shared = SharedBlock.create(self._plan)
+        self._shared = SharedSegment.create(self._plan)
         arrays = self._shared.arrays
-        self.workers.barrier = Barrier(arrays[Region.BARRIER], self.num_blocks,
+        self.workers.barrier = Barrier(arrays[RegionName.BARRIER], self.num_blocks,
                                        spin_budget_us())
-        self.infos = InfoReader(arrays[Region.INFOS], arrays[Region.INFOS_RAW_ONLY],
+        self.infos = InfoReader(arrays[RegionName.INFOS], arrays[RegionName.INFOS_RAW_ONLY],
                                 self._last_infos)
         self._action_views = None if action_layout is None else batch_views(
-            action_layout, arrays[Region.ACTIONS])
-        store = make_obs_store(obs_space, self.num_rows, copy, arrays[Region.OBS])
+            action_layout, arrays[RegionName.ACTIONS])
+        store = make_obs_store(obs_space, self.num_rows, copy, arrays[RegionName.OBS])
         self.buffers = Buffers.over(store, arrays)
         for b in self.workers.blocks:
             self._attach(b, deadline)
@@ -302,7 +302,7 @@ class ProcessPool(Pool):
         except Exception as exc:
             return local_error(exc, self._local.current, what, self.unit_name)
         if entries and not self.infos.raw_only[0]:
-            block = Block.local(entries, self._local.stop)
+            block = BlockInfos.local(entries, self._local.stop)
             if block is not None:
                 return [(0, block)]
         return entries

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple
 
 __all__ = [
     "Attach", "BlockReply", "Command", "ControlReply", "ControlRequest", "InfoSchema", "Ready",
-    "Region", "ResendInfos", "ResetRequest", "Status", "StepActions", "Stop", "spin_budget_us",
+    "RegionName", "ResendInfos", "ResetRequest", "Status", "StepActions", "Stop", "spin_budget_us",
 ]
 
 InfoSchema = tuple[tuple[tuple[str, ...], str, tuple[int, ...]], ...]
@@ -69,8 +69,8 @@ def spin_budget_us() -> float:
     return DEFAULT_SPIN_US if value is None else max(float(value), 0.0)
 
 
-class Region:
-    """Names of the shared block's regions."""
+class RegionName:
+    """Names of the shared segment's regions (the layout of each: ``shm.Region``)."""
 
     BARRIER = "barrier"
     OBS = "obs"  # (num_envs, record_size) bytes: one observation record per env
@@ -97,11 +97,11 @@ class Attach(NamedTuple):
     its line in the barrier and its info area (``block``).
     """
 
-    plan: Any  # fastvec.pool.process.shm.BlockPlan
+    plan: Any  # fastvec.pool.process.shm.SegmentPlan
     first_row: int
     block: int
     num_blocks: int
-    autoreset_mode: int
+    mode_code: int  # the kernels' autoreset code (an int, not the AutoresetMode)
     frame_stack: Any = None  # a fastvec.spaces.frame_stack.FrameStack, or None
 
 

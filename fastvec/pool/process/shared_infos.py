@@ -32,17 +32,16 @@ from fastvec._kernels.infos import (
 )
 from fastvec.pool.process.protocol import BlockReply, InfoSchema, Status
 
-__all__ = ["INFO_BYTES", "Block", "InfoReader", "InfoWriter", "Mismatch", "area_views",
+__all__ = ["INFO_BYTES", "BlockInfos", "InfoReader", "InfoWriter", "area_views",
            "batch_entries", "fetch_raw", "leaves_of", "schema_of", "write_leaves"]
 
 INFO_BYTES = 16 * 1024  # each worker's info area; bigger infos go over the pipe
 _ALIGN = 16
 
 Path = tuple[str, ...]
-Schema = InfoSchema
 
 
-class Block(NamedTuple):
+class BlockInfos(NamedTuple):
     """A block's batched infos, standing for its envs' entries from a row.
 
     A worker's: each leaf's key path and its array (a view of the worker's info
@@ -58,7 +57,7 @@ class Block(NamedTuple):
     raw: list | None = None
 
     @classmethod
-    def local(cls, entries: list, size: int) -> Block | None:
+    def local(cls, entries: list, size: int) -> BlockInfos | None:
         """The trainer's block of ``size`` envs (rows from 0) as one, if it batches
         exactly (see ``batch_block_infos``); else None.
         """
@@ -66,15 +65,13 @@ class Block(NamedTuple):
         return cls((), [], size, None, batched, entries) if exact else None
 
     @classmethod
-    def of(cls, batched: dict, size: int, worker: int) -> Block:
+    def of(cls, batched: dict, size: int, worker: int) -> BlockInfos:
         """The block of a batched info dict (plain: see :func:`leaves_of`)."""
         leaves = leaves_of(batched)
         assert leaves is not None, "not a plain batched info dict"
         return cls(tuple(path for path, _ in leaves), [array for _, array in leaves], size,
                    worker)
 
-
-Mismatch = BlocksDisagree  # two blocks disagree on a leaf: batch the raw infos instead
 
 
 def leaves_of(batched: dict, prefix: Path = ()) -> list[tuple[Path, np.ndarray]] | None:
@@ -99,12 +96,12 @@ def leaves_of(batched: dict, prefix: Path = ()) -> list[tuple[Path, np.ndarray]]
     return leaves
 
 
-def schema_of(leaves: list[tuple[Path, np.ndarray]]) -> Schema:
+def schema_of(leaves: list[tuple[Path, np.ndarray]]) -> InfoSchema:
     """Key path, dtype and shape of each leaf."""
     return tuple((path, array.dtype.str, array.shape) for path, array in leaves)
 
 
-def area_views(schema: Schema, area: np.ndarray) -> list[np.ndarray] | None:
+def area_views(schema: InfoSchema, area: np.ndarray) -> list[np.ndarray] | None:
     """Views of ``area`` (bytes) for the schema's leaves, or None if they do not fit."""
     views, offset = [], 0
     for _, dtype, shape in schema:
@@ -124,15 +121,17 @@ def write_leaves(views: list[np.ndarray], leaves: list[tuple[Path, np.ndarray]])
 
 
 def batch_entries(entries: list, num_envs: int) -> dict:
-    """Batch ``(env_index, info)`` entries, some of them ``(start, Block)``; Mismatch if unsure."""
-    return merge_entries(entries, num_envs, Block)
+    """Batch ``(env_index, info)`` entries, some of them ``(start, BlockInfos)``;
+    ``BlocksDisagree`` if unsure.
+    """
+    return merge_entries(entries, num_envs, BlockInfos)
 
 
 def fetch_raw(entries: list, raw: dict[int, list]) -> list:
-    """``entries`` with each ``(start, Block)`` replaced by the raw entries ``raw[start]``."""
+    """``entries`` with each ``(start, BlockInfos)`` replaced by the raw entries ``raw[start]``."""
     out: list[Any] = []
     for index, info in entries:
-        if type(info) is Block:
+        if type(info) is BlockInfos:
             out.extend(raw[index])
         else:
             out.append((index, info))
@@ -146,7 +145,7 @@ class InfoWriter:
         self.area = area
         self.raw_only = raw_only  # set by the parent once blocks disagreed
         self.first, self.count = first, count
-        self.schema: Schema | None = None  # the layout the parent knows
+        self.schema: InfoSchema | None = None  # the layout the parent knows
         self.views: list[np.ndarray] = []
         self.paths: tuple[Path, ...] = ()
         self.last_entries: list = []  # the last step's raw infos, if the parent asks again
@@ -189,7 +188,7 @@ class InfoReader:
         self.known: list[tuple[tuple[Path, ...], list[np.ndarray]] | None] = \
             [None] * len(areas)
 
-    def learn(self, w: int, schema: Schema) -> None:
+    def learn(self, w: int, schema: InfoSchema) -> None:
         """Worker ``w`` writes its infos with ``schema`` from now on."""
         views = area_views(schema, self.areas[w])
         self.known[w] = None if views is None else (tuple(path for path, _, _ in schema),
@@ -199,14 +198,14 @@ class InfoReader:
         """Worker ``w`` was replaced: it starts without a layout."""
         self.known[w] = None
 
-    def read(self, w: int, start: int, size: int) -> tuple[int, Block]:
+    def read(self, w: int, start: int, size: int) -> tuple[int, BlockInfos]:
         """Worker ``w``'s infos (envs ``start:start+size``) as one entry (views of its
         area: batch them before the worker steps again).
         """
         known = self.known[w]
         if known is None:
             raise RuntimeError(f"worker {w} reported infos in its area before their layout")
-        return start, Block(known[0], known[1], size, w)
+        return start, BlockInfos(known[0], known[1], size, w)
 
     def batch(self, entries: list, num_envs: int, position: dict[int, int] | None = None
               ) -> dict:
@@ -216,14 +215,14 @@ class InfoReader:
         """
         try:
             return batch_entries(entries, num_envs)
-        except Mismatch:
+        except BlocksDisagree:  # two blocks disagree on a leaf: batch the raw infos instead
             pass
         # Two workers' blocks disagree on a leaf's dtype or shape, so their arrays cannot
         # be combined exactly: ask for the raw infos, and from now on send only those.
         self.raw_only[0] = 1
         raw = {}
         for index, info in entries:
-            if type(info) is Block:
+            if type(info) is BlockInfos:
                 again = info.raw if info.worker is None else self.resend(info.worker)
                 assert again is not None, "the trainer's own block keeps its raw infos"
                 raw[index] = [(i if position is None else position[i], value)

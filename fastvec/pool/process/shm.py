@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["BlockPlan", "Region", "SharedBlock", "plan_block"]
+__all__ = ["SegmentPlan", "Region", "SharedSegment", "plan_block"]
 
 ALIGN = 64  # every region starts on its own cache line
 
@@ -36,14 +36,14 @@ class Region:
 
 
 @dataclass(frozen=True)
-class BlockPlan:
+class SegmentPlan:
     """Where each region sits; small and picklable, sent to every worker."""
 
     regions: tuple[Region, ...]
     size: int
 
 
-def plan_block(arrays: list[tuple[str, tuple[int, ...], str]]) -> BlockPlan:
+def plan_block(arrays: list[tuple[str, tuple[int, ...], str]]) -> SegmentPlan:
     """Lay out ``(name, shape, dtype)`` arrays one after another, 64-byte aligned."""
     regions, offset = [], 0
     for name, shape, dtype in arrays:
@@ -51,7 +51,7 @@ def plan_block(arrays: list[tuple[str, tuple[int, ...], str]]) -> BlockPlan:
         regions.append(region)
         offset += -(-max(region.nbytes, 1) // ALIGN) * ALIGN
     size = -(-max(offset, 1) // mmap.PAGESIZE) * mmap.PAGESIZE
-    return BlockPlan(tuple(regions), size)
+    return SegmentPlan(tuple(regions), size)
 
 
 def _anonymous_fd(size: int) -> int:
@@ -64,10 +64,10 @@ def _anonymous_fd(size: int) -> int:
     return fd
 
 
-class SharedBlock:
+class SharedSegment:
     """The mapped block and numpy views of its regions (``block.arrays[name]``)."""
 
-    def __init__(self, plan: BlockPlan, fd: int) -> None:
+    def __init__(self, plan: SegmentPlan, fd: int) -> None:
         self.plan = plan
         self.fd = fd
         self._mmap = mmap.mmap(fd, plan.size)
@@ -80,7 +80,7 @@ class SharedBlock:
         }
 
     @classmethod
-    def create(cls, plan: BlockPlan) -> SharedBlock:
+    def create(cls, plan: SegmentPlan) -> SharedSegment:
         """A new zero-filled block (the parent)."""
         return cls(plan, _anonymous_fd(plan.size))
 

@@ -16,9 +16,9 @@ from fastvec._kernels.barrier import barrier_nbytes
 from fastvec.errors import EnvFnError, WorkerError
 from fastvec.pool.buffers import RESULT_FIELDS
 from fastvec.pool.env_fns import checked, close_quietly
-from fastvec.pool.process.protocol import Region
+from fastvec.pool.process.protocol import RegionName
 from fastvec.pool.process.shared_infos import INFO_BYTES
-from fastvec.pool.process.shm import BlockPlan, plan_block
+from fastvec.pool.process.shm import SegmentPlan, plan_block
 from fastvec.pool.reports import env_failure
 from fastvec.spaces.layout import Layout
 
@@ -26,15 +26,15 @@ __all__ = ["build_local_envs", "local_error", "plan_shared_block"]
 
 
 def plan_shared_block(num_rows: int, num_blocks: int, obs_layout: Layout | None,
-                      action_layout: Layout | None) -> BlockPlan:
+                      action_layout: Layout | None) -> SegmentPlan:
     """The regions of the shared block: barrier, records, results, info areas."""
     return plan_block([
-        (Region.BARRIER, (barrier_nbytes(num_blocks),), "u1"),
-        (Region.OBS, (num_rows, obs_layout.record_size if obs_layout else 0), "u1"),
-        (Region.ACTIONS, (num_rows, action_layout.record_size if action_layout else 0), "u1"),
+        (RegionName.BARRIER, (barrier_nbytes(num_blocks),), "u1"),
+        (RegionName.OBS, (num_rows, obs_layout.record_size if obs_layout else 0), "u1"),
+        (RegionName.ACTIONS, (num_rows, action_layout.record_size if action_layout else 0), "u1"),
         *((field.name, (num_rows,), field.dtype.str) for field in RESULT_FIELDS),
-        (Region.INFOS, (num_blocks, INFO_BYTES), "u1"),
-        (Region.INFOS_RAW_ONLY, (1,), "u1"),
+        (RegionName.INFOS, (num_blocks, INFO_BYTES), "u1"),
+        (RegionName.INFOS_RAW_ONLY, (1,), "u1"),
     ])
 
 

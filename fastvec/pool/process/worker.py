@@ -39,7 +39,7 @@ from fastvec.pool.process.protocol import (
     ControlReply,
     ControlRequest,
     Ready,
-    Region,
+    RegionName,
     ResendInfos,
     ResetRequest,
     Status,
@@ -47,7 +47,7 @@ from fastvec.pool.process.protocol import (
     spin_budget_us,
 )
 from fastvec.pool.process.shared_infos import InfoWriter
-from fastvec.pool.process.shm import SharedBlock
+from fastvec.pool.process.shm import SharedSegment
 from fastvec.pool.reports import report_error
 from fastvec.spaces.frame_stack import stacked_space
 from fastvec.spaces.layout import batch_views, copy_tree, layout_of
@@ -81,7 +81,7 @@ def run(worker_index: int, first: int, env_fns_bytes: bytes, conn: Any,
         if not isinstance(setup, Attach):  # start-up failed elsewhere: told to stop
             close_quietly(envs)
             return
-        block = SharedBlock(setup.plan, recv_handle(conn))
+        block = SharedSegment(setup.plan, recv_handle(conn))
     except (EOFError, OSError, KeyboardInterrupt):
         return
     except BaseException as exc:  # noqa: B036 - reported to the parent
@@ -121,7 +121,7 @@ def _build_envs(env_fns_bytes: bytes, first: int, conn: Any) -> list | None:
 class _Server:
     """The worker's state after attaching: its envs, block views and barrier."""
 
-    def __init__(self, envs: list, block: SharedBlock, conn: Any, setup: Attach) -> None:
+    def __init__(self, envs: list, block: SharedSegment, conn: Any, setup: Attach) -> None:
         self.envs, self.block, self.conn = envs, block, conn
         self.notes = NoteCollector().install()  # the user's notes go to the trainer
         self.index = setup.block  # this worker's line in the barrier and info area
@@ -135,20 +135,20 @@ class _Server:
             space = stacked_space(space, setup.frame_stack)
         layout = layout_of(space)
         store: ObsStore = ObjectStore(space, end, copy=False) if layout is None else \
-            RecordStore(layout, arrays[Region.OBS], copy=False)
+            RecordStore(layout, arrays[RegionName.OBS], copy=False)
         buffers = Buffers.over(store, arrays)
         # obs_objects: the block's observations on the object path, sent in each reply
         self.env_block, self.obs_objects = make_stepper(envs, self.first, buffers,
-                                                        setup.autoreset_mode, setup.frame_stack)
+                                                        setup.mode_code, setup.frame_stack)
         self.action_layout = layout_of(action_space)
         self.action_views = None if self.action_layout is None else batch_views(
-            self.action_layout, arrays[Region.ACTIONS][self.first:end])
+            self.action_layout, arrays[RegionName.ACTIONS][self.first:end])
         self.block_action_space = batch_space(action_space, self.count)
-        self.barrier = Barrier(arrays[Region.BARRIER], setup.num_blocks, spin_budget_us())
+        self.barrier = Barrier(arrays[RegionName.BARRIER], setup.num_blocks, spin_budget_us())
         self.barrier.start_worker(self.index)
         self.control_index: int | None = None  # in the block: the env (game) a control runs on
-        self.infos = InfoWriter(arrays[Region.INFOS][self.index], arrays[Region.INFOS_RAW_ONLY],
-                                self.first, self.count)
+        self.infos = InfoWriter(arrays[RegionName.INFOS][self.index],
+                                arrays[RegionName.INFOS_RAW_ONLY], self.first, self.count)
 
     def serve(self, parent: int) -> None:
         handlers = {int(Command.STEP): self.step, int(Command.RESET): self.reset,

@@ -55,7 +55,7 @@ def test_leaves_round_trip_through_an_area():
     area = np.zeros(slab.INFO_BYTES, np.uint8)
     views = slab.area_views(schema, area)
     slab.write_leaves(views, leaves)
-    block = slab.Block(tuple(path for path, _, _ in schema), views, 2, 0)
+    block = slab.BlockInfos(tuple(path for path, _, _ in schema), views, 2, 0)
     rebuilt = slab.batch_entries([(0, block)], 2)
     assert_tree_equal(rebuilt, batched)
     assert list(rebuilt) == list(batched)  # same key order
@@ -118,7 +118,8 @@ def block_entries(draw):
 
 
 def _batch_by_blocks(blocks: list, num_envs: int) -> dict:
-    """What the parent does: exact plain blocks merged, the rest raw, raw again on Mismatch."""
+    """What the parent does: exact plain blocks merged, the rest raw, raw again when blocks
+    disagree."""
     mixed: list = []
     for w, (start, size, entries) in enumerate(blocks):
         local = [(i - start, info) for i, info in entries]
@@ -127,10 +128,10 @@ def _batch_by_blocks(blocks: list, num_envs: int) -> dict:
         if leaves is None:
             mixed.extend(entries)
         else:
-            mixed.append((start, slab.Block.of(batched, size, w)))
+            mixed.append((start, slab.BlockInfos.of(batched, size, w)))
     try:
         return slab.batch_entries(mixed, num_envs)
-    except slab.Mismatch:
+    except slab.BlocksDisagree:
         by_start = {start: entries for start, _, entries in blocks}
         return batch_infos(slab.fetch_raw(mixed, by_start), num_envs)
 
@@ -153,9 +154,9 @@ def test_merged_blocks_equal_batching_every_env(drawn):
 
 
 def test_blocks_that_disagree_raise_mismatch():
-    ints = slab.Block.of(batch_infos([(0, {"a": 1})], 1), 1, 0)
-    floats = slab.Block.of(batch_infos([(0, {"a": 1.5})], 1), 1, 1)
-    with pytest.raises(slab.Mismatch):
+    ints = slab.BlockInfos.of(batch_infos([(0, {"a": 1})], 1), 1, 0)
+    floats = slab.BlockInfos.of(batch_infos([(0, {"a": 1.5})], 1), 1, 1)
+    with pytest.raises(slab.BlocksDisagree):
         slab.batch_entries([(0, ints), (1, floats)], 2)
 
 

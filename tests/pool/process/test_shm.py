@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastvec.pool.process.shm import ALIGN, SharedBlock, plan_block
+from fastvec.pool.process.shm import ALIGN, SharedSegment, plan_block
 from tests.support import leaks
 
 DTYPES = ["u1", "?", "i2", "<i4", "f4", "f8", "i8", "c16"]
@@ -60,7 +60,7 @@ SPECS = [("rewards", (5,), "f8"), ("flags", (5,), "?"), ("rows", (5, 13), "u1"),
 
 @pytest.fixture
 def block():
-    block = SharedBlock.create(plan_block(SPECS))
+    block = SharedSegment.create(plan_block(SPECS))
     yield block
     block.close()
 
@@ -78,7 +78,7 @@ def test_create_gives_zeroed_views_of_the_planned_shapes(block):
 
 
 def test_a_second_mapping_of_the_fd_shares_the_memory(block):
-    other = SharedBlock(block.plan, os.dup(block.fd))
+    other = SharedSegment(block.plan, os.dup(block.fd))
     try:
         block.arrays["rewards"][:] = np.arange(5) / 2
         block.arrays["rows"][3] = 7
@@ -120,7 +120,7 @@ def test_close_is_idempotent_and_releases_the_fd(block):
 
 
 def test_close_while_a_view_is_held_keeps_the_view_valid():
-    block = SharedBlock.create(plan_block(SPECS))
+    block = SharedSegment.create(plan_block(SPECS))
     view = block.arrays["rewards"]  # as with copy=False: the caller still holds a view
     view[:] = 4.0
     block.close()
@@ -132,7 +132,7 @@ def test_close_while_a_view_is_held_keeps_the_view_valid():
 @pytest.mark.skipif(not os.path.isdir(leaks.SHM_DIR), reason="no /dev/shm")
 def test_the_block_has_no_name_in_dev_shm():
     before = leaks.shm_entries()
-    block = SharedBlock.create(plan_block([("big", (1 << 20,), "u1")]))
+    block = SharedSegment.create(plan_block([("big", (1 << 20,), "u1")]))
     try:
         assert leaks.shm_entries() == before
         if hasattr(os, "memfd_create"):
