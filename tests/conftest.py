@@ -32,8 +32,15 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import gymnasium as gym
 import pytest
+
+try:
+    import gymnasium as gym
+except ImportError as exc:  # a Python without fastvec installed in it
+    raise pytest.UsageError(
+        f"this Python ({exc.name} is missing) has not installed fastvec and what its tests "
+        'need: run the tests with the Python of the venv where `pip install -e ".[test]"` '
+        "ran") from exc
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 from tests.support import backends, leaks, ray_head
