@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fastvec.bench import cli, envs, report, systems
+from fastvec.bench import arguments, cli, envs, report, systems
 from fastvec.bench.envs import (
     InfoEnv,
 )
@@ -375,7 +375,7 @@ def test_help_documents_the_new_options(capsys) -> None:
 
 
 def test_help_lists_every_workload_and_system_once() -> None:
-    text = cli._epilog(cli._defaults())
+    text = arguments._epilog(arguments._defaults())
     listed = [name for line in text.splitlines()
               if line.strip().startswith(("workloads ", "systems "))
               for name in line.split(None, 1)[1].split(" (")[0].split(", ")]
