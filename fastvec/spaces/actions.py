@@ -65,7 +65,7 @@ class ActionChecker:
                 raise ValueError(f"expected {where} as a dict with keys {list(space.spaces)}, "
                                  f"each a batch for {self.batch(env_ids)}, "
                                  f"got {type(actions).__name__}")
-            return {key: self.check(_item(actions, key, where, self.batch(env_ids)), sub,
+            return {key: self.check(_item(actions, key, where, self, env_ids), sub,
                                     f'{where}["{key}"]', env_ids)
                     for key, sub in space.spaces.items()}
         if isinstance(space, spaces.Tuple):
@@ -204,12 +204,13 @@ class _LeafCheck:
         return kind == "f" and bool(np.isfinite(number)) and float(number).is_integer()
 
 
-def _item(actions: dict, key: str, where: str, batch: str) -> Any:
+def _item(actions: dict, key: str, where: str, names: ActionChecker,
+          env_ids: np.ndarray | None) -> Any:
     try:
         return actions[key]
-    except KeyError:
-        raise ValueError(f'expected {where} to have key "{key}" (a batch for {batch}), got '
-                         f'keys {list(actions)}') from None
+    except KeyError:  # the batch's description is made only for the message
+        raise ValueError(f'expected {where} to have key "{key}" (a batch for '
+                         f'{names.batch(env_ids)}), got keys {list(actions)}') from None
 
 
 def _integer_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray]:
