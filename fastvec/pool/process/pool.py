@@ -55,11 +55,6 @@ from fastvec.spaces.observation_mode import ObservationMode, observation_spaces,
 __all__ = ["ProcessPool"]
 
 
-def _since(ticket: int, base: int) -> int:
-    """How many completions after ``base`` ``ticket`` came (negative: before); tickets wrap."""
-    return (ticket - base + 2**31) % 2**32 - 2**31
-
-
 class ProcessPool(Pool):
     """Worker processes, one per block of ``bounds`` (env functions), and with ``local``
     block 0 stepped in this process; started, checked and attached at once.
@@ -271,15 +266,10 @@ class ProcessPool(Pool):
         if want < len(blocks):
             if local or len(blocks) >= want + 2:  # this process would never wait
                 self.workers.let_run(remote)
-            if local:  # block 0 is ready whenever this process can run it: from the first
-                # wait after it was posted, it takes its turn in the order of completion,
-                # after the workers done before, so it neither always comes first nor last
-                if self._local_ticket is None:
+            if local:  # block 0 takes its turn in the order of completion
+                if self._local_ticket is None:  # ready from the first wait after its post
                     self._local_ticket = self.workers.barrier.take_ticket()
-                order = sorted([(0, 0)] + [
-                    (_since(self.workers.barrier.ticket(b), self._local_ticket), b)
-                    for b in self.workers.barrier.done_in_order(remote)])
-                chosen = [b for _, b in order[:want]]
+                chosen = self.workers.first_done(remote, self._local_ticket, want)
                 local = 0 in chosen
                 if not local:
                     remote = chosen
