@@ -46,7 +46,7 @@ def env_observations(space):
 @pytest.mark.parametrize("impl", ["flatten_into", "gymnasium_concatenate"])
 @pytest.mark.parametrize("kind", ["box", "dict"])
 def test_write_batch(benchmark, kind, impl):
-    """``flatten_into`` once per env (from Python; ``EnvBlock`` calls it from C) vs
+    """``flatten_into`` once per env (from Python; ``EnvStepper`` calls it from C) vs
     ``concatenate(space, obs_list, out)`` into ``create_empty_array``'s output."""
     benchmark.group = f"write {kind}"
     space, obs = SPACES[kind], env_observations(SPACES[kind])

@@ -1,6 +1,6 @@
 """The step loop over a block of multi-agent games: one row per seat of each game.
 
-A :class:`GameBlock` is the per-game counterpart of ``stepping.EnvBlock``, with
+A :class:`GameStepper` is the per-game counterpart of ``stepping.EnvStepper``, with
 the same interface (``step``, ``reset``, ``set_rows``, ``current``), so a block
 of games sits wherever a block of envs does.  Game *g* of the block owns rows
 ``g * seats .. (g + 1) * seats - 1``, one per agent of ``agents`` (its
@@ -9,7 +9,7 @@ steps the game (through the parallel-style adapter of ``fastvec.pool.games``),
 scatters each agent's observation, reward and flags into its row, zero-fills the
 rows of agents not in the game, and sets the ``alive`` / ``active`` bytes.  A
 game is over when no agent is left; it then auto-resets as a whole, per mode
-(see docs/multiagent.md).  Info entries are returned as ``EnvBlock`` returns them.
+(see docs/multiagent.md).  Info entries are returned as ``EnvStepper`` returns them.
 """
 
 from libc.string cimport memset
@@ -28,7 +28,7 @@ cdef enum:  # the codes of stepping.Autoreset
     SAME_STEP = 1
 
 
-cdef class GameBlock:
+cdef class GameStepper:
     """A block of games and the batch buffers their rows go into."""
 
     cdef readonly list envs  # the games as built (control calls run on them)

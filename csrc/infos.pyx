@@ -343,7 +343,7 @@ def batch_block_infos(list entries not None, Py_ssize_t num_envs, Py_ssize_t fir
     return out, _python_stores == 0
 
 
-class BlocksDisagree(Exception):
+class InfosDisagree(Exception):
     """A block's leaf has another dtype or shape, or nesting, than the batch has for it:
     merging the blocks would not equal folding every env's info in order."""
 
@@ -355,7 +355,7 @@ cdef object _leaf_target(dict node, object key, cnp.ndarray view, Py_ssize_t num
     known = node.get(key, _MISSING)
     if known is _MISSING:
         if nd > _ZEROS_MAX_NDIM:
-            raise BlocksDisagree(key)
+            raise InfosDisagree(key)
         dims[0] = num_envs
         for d in range(1, nd):
             dims[d] = cnp.PyArray_DIM(view, d)
@@ -365,10 +365,10 @@ cdef object _leaf_target(dict node, object key, cnp.ndarray view, Py_ssize_t num
     if type(known) is not cnp.ndarray or cnp.PyArray_NDIM(<cnp.ndarray>known) != nd \
             or not cnp.PyArray_EquivTypes(_descr(<cnp.ndarray>known), _descr(view)) \
             or cnp.PyArray_DIM(<cnp.ndarray>known, 0) != num_envs:
-        raise BlocksDisagree(key)
+        raise InfosDisagree(key)
     for d in range(1, nd):
         if cnp.PyArray_DIM(<cnp.ndarray>known, d) != cnp.PyArray_DIM(view, d):
-            raise BlocksDisagree(key)
+            raise InfosDisagree(key)
     return known
 
 
@@ -403,7 +403,7 @@ cdef int _merge_block(dict out, tuple paths, list views, Py_ssize_t start,
                 sub = {}
                 node[path[k]] = sub
             elif type(sub) is not dict:
-                raise BlocksDisagree(path[k])
+                raise InfosDisagree(path[k])
             node = <dict>sub
         _write_rows(<cnp.ndarray>_leaf_target(node, path[len(path) - 1], view, num_envs),
                     view, start, num_envs)
@@ -420,11 +420,11 @@ cdef int _merge_dict(dict out, dict batched, Py_ssize_t start, Py_ssize_t num_en
                 sub = {}
                 out[key] = sub
             elif type(sub) is not dict:
-                raise BlocksDisagree(key)
+                raise InfosDisagree(key)
             _merge_dict(<dict>sub, <dict>value, start, num_envs)
             continue
         if type(value) is not cnp.ndarray:
-            raise BlocksDisagree(key)
+            raise InfosDisagree(key)
         view = <cnp.ndarray>value
         _write_rows(<cnp.ndarray>_leaf_target(out, key, view, num_envs), view, start, num_envs)
     return 0
@@ -438,7 +438,7 @@ def merge_entries(list entries not None, Py_ssize_t num_envs, object block_type)
 
     Equals folding every env's info in row order whenever each block was batched
     exactly (``batch_block_infos``) and agrees with the batch on every leaf's dtype,
-    shape and nesting; raises :class:`BlocksDisagree` when one does not (the caller
+    shape and nesting; raises :class:`InfosDisagree` when one does not (the caller
     then batches the raw infos instead).
     """
     if num_envs < 0:

@@ -1,6 +1,6 @@
 """The step loop over a block of envs: step or auto-reset each, write results in place.
 
-An :class:`EnvBlock` holds a block of envs (all envs in ``SyncVecEnv``; a
+An :class:`EnvStepper` holds a block of envs (all envs in ``SyncVecEnv``; a
 worker's envs in ``SubprocVecEnv``) and the buffers it writes: one record row
 per env (or, for spaces without a flat layout, a list of observation objects),
 rewards, terminations, truncations and the pending-reset flags.  ``step`` calls
@@ -65,7 +65,7 @@ cpdef enum Autoreset:
     DISABLED = 2
 
 
-cdef class EnvBlock:
+cdef class EnvStepper:
     """A block of envs and the batch buffers their step results go into."""
 
     cdef readonly list envs

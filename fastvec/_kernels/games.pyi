@@ -13,7 +13,7 @@ from fastvec._kernels.flatten import FieldTable
 _InfoEntry = tuple[int, dict[str, Any]]
 
 @disjoint_base
-class GameBlock:
+class GameStepper:
     """A block of games and the batch buffers their rows go into."""
 
     def __init__(

@@ -18,7 +18,7 @@ def batch_block_infos(
 ) -> tuple[dict[Any, Any], bool]:
     """:func:`batch_infos`, and whether every value was stored exactly as it came."""
 
-class BlocksDisagree(Exception):
+class InfosDisagree(Exception):
     """A block's leaf has another dtype, shape or nesting than the batch has for it."""
 
 def merge_entries(

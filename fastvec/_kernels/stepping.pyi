@@ -25,7 +25,7 @@ class Autoreset(enum.IntEnum):
     DISABLED = 2
 
 @disjoint_base
-class EnvBlock:
+class EnvStepper:
     """A block of envs and the batch buffers their step results go into."""
 
     def __init__(

@@ -3,7 +3,7 @@
 A PettingZoo game (``ParallelEnv``, or ``AECEnv`` for turn-based games) fills
 ``len(possible_agents)`` consecutive rows of a batch, one per *seat* (agent of
 ``possible_agents``, in order).  The compiled per-game stepper
-(``fastvec._kernels.games.GameBlock``) talks to every game through one
+(``fastvec._kernels.games.GameStepper``) talks to every game through one
 parallel-style interface:
 
 - ``reset(seed, options) -> (obs, infos)`` and ``step(actions) -> (obs, rewards,

@@ -1,7 +1,7 @@
 """Blocks stepped in this process: a :class:`LocalBlock`, and :class:`LocalPool` of one.
 
 A block's envs (or games) are stepped by a compiled stepper
-(:func:`make_stepper`: ``EnvBlock``, or ``GameBlock`` for games) that writes
+(:func:`make_stepper`: ``EnvStepper``, or ``GameStepper`` for games) that writes
 observations, rewards and flags into the block's rows of the batch buffers.
 The same stepper runs in a worker process (``fastvec.pool.process.worker``), in
 ``SyncVecEnv``'s one block, and in the trainer's own block of a process pool.
@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from fastvec._kernels.games import GameBlock
+from fastvec._kernels.games import GameStepper
 from fastvec._kernels.infos import batch_infos
-from fastvec._kernels.stepping import EnvBlock
+from fastvec._kernels.stepping import EnvStepper
 from fastvec.pool.base import Entries, Pool
 from fastvec.pool.buffers import ENV_RESULTS, Buffers, rows_of
 from fastvec.pool.games import adapt, is_game, unit_spaces, zero_observation
@@ -28,8 +28,8 @@ __all__ = ["LocalBlock", "LocalPool", "make_stepper"]
 
 def make_stepper(envs: list, start: int, buffers: Buffers, mode: int,
                  frame_stack: FrameStack | None = None
-                 ) -> tuple[EnvBlock | GameBlock, list | None]:
-    """The compiled stepper of ``envs`` (games: a ``GameBlock``), writing from row ``start``,
+                 ) -> tuple[EnvStepper | GameStepper, list | None]:
+    """The compiled stepper of ``envs`` (games: a ``GameStepper``), writing from row ``start``,
     keeping ``frame_stack`` frames in each record if given.
 
     Also returns the block's observation-object list (None with records).
@@ -38,15 +38,15 @@ def make_stepper(envs: list, start: int, buffers: Buffers, mode: int,
     table, rows, objects = buffers.obs.target(start, stop)
     if envs and is_game(envs[0]):
         obs_space, _, agents = unit_spaces(envs[0])
-        block: EnvBlock | GameBlock = GameBlock(
+        stepper: EnvStepper | GameStepper = GameStepper(
             envs, [adapt(game) for game in envs], agents, mode, table, rows, objects,
             zero_observation(obs_space), **buffers.results(start, stop), first_index=start)
     else:
-        block = EnvBlock(envs, mode, table, rows, objects,
-                         **buffers.results(start, stop, ENV_RESULTS), first_index=start)
+        stepper = EnvStepper(envs, mode, table, rows, objects,
+                             **buffers.results(start, stop, ENV_RESULTS), first_index=start)
         if frame_stack is not None:
-            block.stack_frames(stack_plan(unit_spaces(envs[0])[0], frame_stack))
-    return block, objects
+            stepper.stack_frames(stack_plan(unit_spaces(envs[0])[0], frame_stack))
+    return stepper, objects
 
 
 class LocalBlock:

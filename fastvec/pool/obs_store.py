@@ -70,7 +70,7 @@ class ObsStore:
 
     def target(self, start: int, stop: int) -> tuple[FieldTable | None, np.ndarray | None,
                                                      list | None]:
-        """What an ``EnvBlock`` of envs ``start:stop`` writes: (table, rows, objects)."""
+        """What an ``EnvStepper`` of envs ``start:stop`` writes: (table, rows, objects)."""
         raise NotImplementedError
 
     def receive(self, start: int, objects: list | None) -> None:

@@ -9,7 +9,7 @@ observation (``padding_type="reset"``), the space's zero (``"zero"``) or a
 given observation, as that wrapper does.
 
 :func:`stack_plan` turns an observation space and a :class:`FrameStack` into
-what the step kernel needs (``EnvBlock.stack_frames``): the stacked space,
+what the step kernel needs (``EnvStepper.stack_frames``): the stacked space,
 where each leaf's frames sit in the record, the padding bytes.
 """
 

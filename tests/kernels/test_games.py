@@ -1,4 +1,4 @@
-"""The per-game step loop (``GameBlock``) against a plain numpy reference, with hypothesis.
+"""The per-game step loop (``GameStepper``) against a plain numpy reference, with hypothesis.
 
 A scripted game replays a random plan: which agents are present on each step,
 their rewards and flags.  The reference builds the rows a step must write with
@@ -15,7 +15,7 @@ from gymnasium import spaces
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastvec._kernels.games import GameBlock
+from fastvec._kernels.games import GameStepper
 from fastvec._kernels.stepping import Autoreset
 from fastvec.errors import WorkerError
 from fastvec.pool.games import ParallelGame
@@ -69,9 +69,9 @@ def _block(games: list, records: bool):
     rows = np.zeros((n, layout.record_size), np.uint8) if records else None
     objects = None if records else [None] * n
     arrays = [np.zeros(n)] + [np.zeros(n, np.bool_) for _ in range(5)]
-    block = GameBlock(games, [ParallelGame(g) for g in games], AGENTS, Autoreset.DISABLED,
-                      layout.table if records else None, rows, objects,
-                      np.zeros(2), *arrays, 0)
+    block = GameStepper(games, [ParallelGame(g) for g in games], AGENTS, Autoreset.DISABLED,
+                        layout.table if records else None, rows, objects,
+                        np.zeros(2), *arrays, 0)
     view = batch_views(layout, rows) if records else None
     return block, rows, objects, arrays, view
 
@@ -134,5 +134,5 @@ def test_an_agent_outside_possible_agents_is_named() -> None:
 def test_the_block_checks_its_buffers() -> None:
     game = ScriptedGame([{}])
     with pytest.raises(ValueError, match="length 3"):
-        GameBlock([game], [ParallelGame(game)], AGENTS, 0, None, None, [None] * 3, None,
-                  np.zeros(2), *[np.zeros(3, np.bool_) for _ in range(5)])
+        GameStepper([game], [ParallelGame(game)], AGENTS, 0, None, None, [None] * 3, None,
+                    np.zeros(2), *[np.zeros(3, np.bool_) for _ in range(5)])

@@ -56,7 +56,7 @@ def test_merged_blocks_and_raw_entries_equal_folding_every_info(keep_dict):
 @pytest.mark.parametrize("later", [{"a": 1.5}, {"a": np.zeros(2)}, {"a": {"x": 1}}])
 def test_a_block_that_disagrees_raises_blocks_disagree(later, keep_dict):
     blocks = _mixed([(0, [(0, {"a": 1})], True), (1, [(1, later)], True)], keep_dict)
-    with pytest.raises(kernel.BlocksDisagree):
+    with pytest.raises(kernel.InfosDisagree):
         kernel.merge_entries(blocks, 2, _Block)
 
 

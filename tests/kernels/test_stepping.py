@@ -1,4 +1,4 @@
-"""The step loop (``EnvBlock``) against a plain-Python loop with ``SyncVectorEnv``'s logic.
+"""The step loop (``EnvStepper``) against a plain-Python loop with ``SyncVectorEnv``'s logic.
 
 The envs are tiny in-test ``gymnasium.Env`` subclasses whose observation is the
 step count, so an off-by-one in auto-reset shows up as wrong arithmetic.  No
@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode, SyncVectorEnv
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastvec._kernels.stepping import Autoreset, EnvBlock
+from fastvec._kernels.stepping import Autoreset, EnvStepper
 from fastvec.errors import ObservationError
 from fastvec.spaces.layout import batch_views, layout_of
 
@@ -114,7 +114,7 @@ class ReferenceLoop:
 # -- the block under test ------------------------------------------------------------
 
 class Block:
-    """An EnvBlock with its buffers; ``obs()`` reads them back one env at a time."""
+    """An EnvStepper with its buffers; ``obs()`` reads them back one env at a time."""
 
     def __init__(self, envs, mode, first_index=0, object_path=False):
         n = len(envs)
@@ -125,9 +125,9 @@ class Block:
         self.terms = np.zeros(n, np.bool_)
         self.truncs = np.zeros(n, np.bool_)
         self.needs_reset = np.zeros(n, np.bool_)
-        self.block = EnvBlock(envs, mode, None if object_path else self.layout.table,
-                              self.rows, self.objects, self.rewards, self.terms, self.truncs,
-                              self.needs_reset, first_index)
+        self.block = EnvStepper(envs, mode, None if object_path else self.layout.table,
+                                self.rows, self.objects, self.rewards, self.terms,
+                                self.truncs, self.needs_reset, first_index)
 
     def obs(self, i):
         if self.objects is not None:
@@ -281,10 +281,11 @@ def test_blocks_share_one_buffer_without_overlap():
     rows = np.zeros((4, layout.record_size), np.uint8)
     rewards, terms, truncs, needs = (np.zeros(4), np.zeros(4, np.bool_),
                                      np.zeros(4, np.bool_), np.zeros(4, np.bool_))
-    blocks = [EnvBlock([CountEnv(first + i, 100, 100) for i in range(2)], Autoreset.NEXT_STEP,
-                       layout.table, rows[first:first + 2], None, rewards[first:first + 2],
-                       terms[first:first + 2], truncs[first:first + 2],
-                       needs[first:first + 2], first) for first in (0, 2)]
+    blocks = [EnvStepper([CountEnv(first + i, 100, 100) for i in range(2)],
+                         Autoreset.NEXT_STEP, layout.table, rows[first:first + 2], None,
+                         rewards[first:first + 2], terms[first:first + 2],
+                         truncs[first:first + 2], needs[first:first + 2], first)
+              for first in (0, 2)]
     for block in blocks:
         block.reset([None, None], None)
     blocks[1].step([1, 1])
@@ -372,8 +373,8 @@ def _make(envs, mode=Autoreset.NEXT_STEP, table="layout", objects=None, **overri
     b = {**_buffers(len(envs), layout_of(CountEnv.observation_space).record_size), **overrides}
     if table == "layout":
         table = layout_of(CountEnv.observation_space).table
-    return EnvBlock(envs, mode, table, b["rows"], objects, b["rewards"], b["terms"],
-                    b["truncs"], b["needs"])
+    return EnvStepper(envs, mode, table, b["rows"], objects, b["rewards"], b["terms"],
+                      b["truncs"], b["needs"])
 
 
 def test_constructor_checks():

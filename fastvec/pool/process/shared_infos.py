@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from fastvec._kernels.infos import (
-    BlocksDisagree,
+    InfosDisagree,
     batch_block_infos,
     batch_infos,
     merge_entries,
@@ -122,7 +122,7 @@ def write_leaves(views: list[np.ndarray], leaves: list[tuple[Path, np.ndarray]])
 
 def batch_entries(entries: list, num_envs: int) -> dict:
     """Batch ``(env_index, info)`` entries, some of them ``(start, BlockInfos)``;
-    ``BlocksDisagree`` if unsure.
+    ``InfosDisagree`` if unsure.
     """
     return merge_entries(entries, num_envs, BlockInfos)
 
@@ -215,7 +215,7 @@ class InfoReader:
         """
         try:
             return batch_entries(entries, num_envs)
-        except BlocksDisagree:  # two blocks disagree on a leaf: batch the raw infos instead
+        except InfosDisagree:  # two blocks disagree on a leaf: batch the raw infos instead
             pass
         # Two workers' blocks disagree on a leaf's dtype or shape, so their arrays cannot
         # be combined exactly: ask for the raw infos, and from now on send only those.

@@ -129,7 +129,7 @@ class _Server:
         self.seats = self.count // len(envs)
         arrays = block.arrays
         end = self.first + self.count
-        # Buffers over the whole shared batch; this worker's EnvBlock writes its rows.
+        # Buffers over the whole shared batch; this worker's EnvStepper writes its rows.
         space, action_space, _ = unit_spaces(envs[0])
         if setup.frame_stack is not None:
             space = stacked_space(space, setup.frame_stack)

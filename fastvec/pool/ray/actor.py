@@ -1,6 +1,6 @@
 """The Ray actor's side of ``RayVecEnv``: one block of envs in a pool of its own.
 
-``BlockHost`` is a plain class; :mod:`fastvec.pool.ray.pool` makes it a Ray actor
+``EnvActor`` is a plain class; :mod:`fastvec.pool.ray.pool` makes it a Ray actor
 with ``ray.remote`` (so this module does not import Ray).  It builds its block's
 envs from cloudpickled env fns and hosts them in a pool made by
 :mod:`fastvec.pool.build`: a ``LocalPool`` (``inner="sync"``: stepped in the
@@ -40,7 +40,7 @@ from fastvec.pool.local import LocalPool
 from fastvec.pool.reports import ErrorReport, report_error
 from fastvec.spaces.actions import ActionChecker
 
-__all__ = ["BlockHost", "pack", "packed_size", "unpack"]
+__all__ = ["EnvActor", "pack", "packed_size", "unpack"]
 
 Reply = Any  # np.ndarray | tuple[np.ndarray, list | None, list | None] | ErrorReport
 
@@ -72,7 +72,7 @@ def pack(out: np.ndarray, buffers: Any, records: np.ndarray | None) -> np.ndarra
     return out
 
 
-class BlockHost:
+class EnvActor:
     """Envs (or games) ``first:first + count`` of a vector env, in a pool of their own.
 
     ``first`` counts env functions; the block's rows start at ``first * seats``

@@ -31,7 +31,7 @@ from fastvec.pool.base import CLOSE_GRACE_SECONDS, SLICE_SECONDS, STARTUP_SECOND
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.env_fns import pickle_blocks
 from fastvec.pool.obs_store import make_obs_store
-from fastvec.pool.ray.actor import BlockHost, unpack
+from fastvec.pool.ray.actor import EnvActor, unpack
 from fastvec.pool.ray.session import stop_local_ray
 from fastvec.pool.reports import ErrorReport, RemoteTraceback, env_failure, rebuild_mistake
 from fastvec.pool.restarts import Restarts
@@ -83,7 +83,7 @@ class RayPool(Pool):
         self._inner, self._mode, self._inner_options = inner, mode, inner_options
         self._frame_stack = frame_stack
         self._options = {**DEFAULT_ACTOR_OPTIONS, **(actor_options or {})}
-        self._actor_class = ray.remote(BlockHost)
+        self._actor_class = ray.remote(EnvActor)
         payloads = pickle_blocks(env_fns, bounds, range(len(bounds)), "RayVecEnv's actors")
         self._env_fns_bytes = [payloads[b] for b in range(len(bounds))]
         self._actors: list[Any] = [None] * len(bounds)

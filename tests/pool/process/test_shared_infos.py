@@ -131,7 +131,7 @@ def _batch_by_blocks(blocks: list, num_envs: int) -> dict:
             mixed.append((start, slab.BlockInfos.of(batched, size, w)))
     try:
         return slab.batch_entries(mixed, num_envs)
-    except slab.BlocksDisagree:
+    except slab.InfosDisagree:
         by_start = {start: entries for start, _, entries in blocks}
         return batch_infos(slab.fetch_raw(mixed, by_start), num_envs)
 
@@ -156,7 +156,7 @@ def test_merged_blocks_equal_batching_every_env(drawn):
 def test_blocks_that_disagree_raise_mismatch():
     ints = slab.BlockInfos.of(batch_infos([(0, {"a": 1})], 1), 1, 0)
     floats = slab.BlockInfos.of(batch_infos([(0, {"a": 1.5})], 1), 1, 1)
-    with pytest.raises(slab.BlocksDisagree):
+    with pytest.raises(slab.InfosDisagree):
         slab.batch_entries([(0, ints), (1, floats)], 2)
 
 
