@@ -1,8 +1,9 @@
 """The step loop over a block of multi-agent games: one row per seat of each game.
 
-A :class:`GameStepper` is the per-game counterpart of ``stepping.EnvStepper``, with
-the same interface (``step``, ``reset``, ``set_rows``, ``current``), so a block
-of games sits wherever a block of envs does.  Game *g* of the block owns rows
+A :class:`GameStepper` is the per-game counterpart of ``stepping.EnvStepper``
+(both subclass ``stepping.Stepper``), with the same interface (``step``,
+``reset``, ``set_rows``, ``current``), so a block of games sits wherever a block
+of envs does.  Game *g* of the block owns rows
 ``g * seats .. (g + 1) * seats - 1``, one per agent of ``agents`` (its
 ``possible_agents``).  A step gathers the actions of the rows whose agents act,
 steps the game (through the parallel-style adapter of ``fastvec.pool.games``),
@@ -18,32 +19,22 @@ cimport numpy as cnp
 
 from fastvec._kernels.flatten cimport FieldTable
 from fastvec._kernels.stacking cimport store_step
+from fastvec._kernels.stepping cimport NEXT_STEP, SAME_STEP, Stepper
 
 from fastvec.errors import WorkerError
 
 cnp.import_array()
 
-cdef enum:  # the codes of stepping.Autoreset
-    NEXT_STEP = 0
-    SAME_STEP = 1
 
-
-cdef class GameStepper:
+cdef class GameStepper(Stepper):
     """A block of games and the batch buffers their rows go into."""
 
-    cdef readonly list envs  # the games as built (control calls run on them)
-    cdef list games  # their parallel-style adapters
+    cdef list games  # the parallel-style adapters of envs, the games as built
     cdef readonly tuple agents
     cdef dict seat_of
-    cdef readonly Py_ssize_t seats, first_index
-    cdef readonly Py_ssize_t current  # row in the block of the first seat of the game being run
-    cdef readonly int mode
-    cdef FieldTable table
-    cdef unsigned char[:, ::1] rows
-    cdef list obs_objects
+    cdef readonly Py_ssize_t seats
     cdef object zero_obs
-    cdef double[::1] rewards
-    cdef cnp.npy_bool[::1] terminations, truncations, needs_reset, alive, active
+    cdef cnp.npy_bool[::1] alive, active
 
     def __init__(self, list envs, list games, tuple agents, int mode, FieldTable table, rows,
                  list obs_objects, object zero_obs, double[::1] rewards,
@@ -51,37 +42,18 @@ cdef class GameStepper:
                  cnp.npy_bool[::1] needs_reset, cnp.npy_bool[::1] alive,
                  cnp.npy_bool[::1] active, Py_ssize_t first_index=0):
         cdef Py_ssize_t n = len(envs) * len(agents)
-        if mode not in (0, 1, 2):
-            raise ValueError(f"expected an Autoreset mode, got {mode}")
+        cdef str counted = f" ({len(envs)} games of {len(agents)} seats)"
         if len(games) != len(envs) or not agents:
             raise ValueError("expected one adapter per game and at least one agent")
-        if table is None:
-            if obs_objects is None or len(obs_objects) != n:
-                raise ValueError(f"expected a list of {n} observation slots")
-        else:
-            if rows is None or rows.shape[0] != n or rows.shape[1] == 0:
-                raise ValueError(f"expected {n} non-empty record rows")
-            self.rows = rows
-        if not (rewards.shape[0] == terminations.shape[0] == truncations.shape[0]
-                == needs_reset.shape[0] == alive.shape[0] == active.shape[0] == n):
-            raise ValueError(f"expected reward and flag arrays of length {n} "
-                             f"({len(envs)} games of {len(agents)} seats)")
-        self.envs, self.games, self.agents = envs, games, agents
+        self._set_buffers(envs, n, mode, table, rows, obs_objects, rewards, terminations,
+                          truncations, needs_reset, first_index, counted)
+        if not (alive.shape[0] == active.shape[0] == n):
+            raise ValueError(f"expected reward and flag arrays of length {n}{counted}")
+        self.games, self.agents = games, agents
         self.seat_of = {agent: seat for seat, agent in enumerate(agents)}
         self.seats = len(agents)
-        self.mode = mode
-        self.table, self.obs_objects, self.zero_obs = table, obs_objects, zero_obs
-        self.rewards, self.terminations, self.truncations = rewards, terminations, truncations
-        self.needs_reset, self.alive, self.active = needs_reset, alive, active
-        self.first_index = first_index
-
-    def set_rows(self, unsigned char[:, ::1] rows not None):
-        """Write observations into ``rows`` from now on (same shape as before)."""
-        if self.table is None or rows.shape[0] != self.rows.shape[0] \
-                or rows.shape[1] != self.rows.shape[1]:
-            raise ValueError(f"expected rows of shape ({self.rows.shape[0]}, "
-                             f"{self.rows.shape[1]}) for a block with a record layout")
-        self.rows = rows
+        self.zero_obs = zero_obs
+        self.alive, self.active = alive, active
 
     cdef int _store_obs(self, Py_ssize_t i, object obs) except -1:
         if self.table is None:

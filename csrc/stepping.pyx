@@ -7,7 +7,9 @@ rewards, terminations, truncations and the pending-reset flags.  ``step`` calls
 each env's ``step`` (or ``reset`` when a ``NEXT_STEP`` reset is pending), writes
 the results in place and returns the non-empty infos as ``(env_index, info)``
 entries for ``fastvec._kernels.infos.batch_infos``.  Semantics are Gymnasium's
-``SyncVectorEnv`` for each autoreset mode.
+``SyncVectorEnv`` for each autoreset mode.  Its base :class:`Stepper` (declared in
+``fastvec/_kernels/stepping.pxd``) holds what it shares with ``games.GameStepper``:
+the envs, the buffers, their checks and ``set_rows``.
 """
 
 cimport numpy as cnp
@@ -59,35 +61,19 @@ cdef object checked_reset(object result, Py_ssize_t index):
         + f"); Gymnasium's reset() returns (obs, info) with info a dict; {OLD_API_HINT}")
 
 
-cpdef enum Autoreset:
-    NEXT_STEP = 0
-    SAME_STEP = 1
-    DISABLED = 2
+cdef class Stepper:
+    """What the step loops over a block share: its envs (or games), the buffers their
+    rows go into, and the row being run.  ``EnvStepper`` and ``games.GameStepper``
+    subclass it.
+    """
 
-
-cdef class EnvStepper:
-    """A block of envs and the batch buffers their step results go into."""
-
-    cdef readonly list envs
-    cdef readonly Py_ssize_t first_index
-    cdef readonly Py_ssize_t current  # index in the block of the env being run
-    cdef readonly int mode
-    cdef FieldTable table
-    cdef unsigned char[:, ::1] rows
-    cdef list obs_objects
-    cdef double[::1] rewards
-    cdef cnp.npy_bool[::1] terminations, truncations, needs_reset
-    cdef object stack  # a fastvec.spaces.frame_stack.StackPlan, or None
-    cdef Py_ssize_t stack_size
-    cdef Py_ssize_t[::1] stack_offsets, stack_nbytes
-    cdef bint pad_with_reset
-    cdef const unsigned char[::1] padding  # older slots' padding, unless pad_with_reset
-
-    def __init__(self, list envs, int mode, FieldTable table, rows, list obs_objects,
-                 double[::1] rewards, cnp.npy_bool[::1] terminations,
-                 cnp.npy_bool[::1] truncations, cnp.npy_bool[::1] needs_reset,
-                 Py_ssize_t first_index=0):
-        cdef Py_ssize_t n = len(envs)
+    cdef int _set_buffers(self, list envs, Py_ssize_t n, int mode, FieldTable table,
+                          object rows, list obs_objects, double[::1] rewards,
+                          cnp.npy_bool[::1] terminations, cnp.npy_bool[::1] truncations,
+                          cnp.npy_bool[::1] needs_reset, Py_ssize_t first_index,
+                          str counted) except -1:
+        """Check and keep the buffers of a block of ``n`` rows (``counted``: how the rows
+        are counted, for the length error)."""
         if mode not in (NEXT_STEP, SAME_STEP, DISABLED):
             raise ValueError(f"expected an Autoreset mode, got {mode}")
         if table is None:
@@ -99,7 +85,7 @@ cdef class EnvStepper:
             self.rows = rows
         if not (rewards.shape[0] == terminations.shape[0] == truncations.shape[0]
                 == needs_reset.shape[0] == n):
-            raise ValueError(f"expected reward and flag arrays of length {n}")
+            raise ValueError(f"expected reward and flag arrays of length {n}{counted}")
         self.envs = envs
         self.mode = mode
         self.table = table
@@ -109,6 +95,7 @@ cdef class EnvStepper:
         self.truncations = truncations
         self.needs_reset = needs_reset
         self.first_index = first_index
+        return 0
 
     def set_rows(self, unsigned char[:, ::1] rows not None):
         """Write observations into ``rows`` from now on (same shape as before)."""
@@ -117,6 +104,23 @@ cdef class EnvStepper:
             raise ValueError(f"expected rows of shape ({self.rows.shape[0]}, "
                              f"{self.rows.shape[1]}) for a block with a record layout")
         self.rows = rows
+
+
+cdef class EnvStepper(Stepper):
+    """A block of envs and the batch buffers their step results go into."""
+
+    cdef object stack  # a fastvec.spaces.frame_stack.StackPlan, or None
+    cdef Py_ssize_t stack_size
+    cdef Py_ssize_t[::1] stack_offsets, stack_nbytes
+    cdef bint pad_with_reset
+    cdef const unsigned char[::1] padding  # older slots' padding, unless pad_with_reset
+
+    def __init__(self, list envs, int mode, FieldTable table, rows, list obs_objects,
+                 double[::1] rewards, cnp.npy_bool[::1] terminations,
+                 cnp.npy_bool[::1] truncations, cnp.npy_bool[::1] needs_reset,
+                 Py_ssize_t first_index=0):
+        self._set_buffers(envs, len(envs), mode, table, rows, obs_objects, rewards,
+                          terminations, truncations, needs_reset, first_index, "")
 
     def stack_frames(self, plan):
         """Keep each env's last frames in its record, as ``plan`` (a ``StackPlan``) says:

@@ -9,11 +9,12 @@ import numpy.typing as npt
 from typing_extensions import disjoint_base
 
 from fastvec._kernels.flatten import FieldTable
+from fastvec._kernels.stepping import Stepper
 
 _InfoEntry = tuple[int, dict[str, Any]]
 
 @disjoint_base
-class GameStepper:
+class GameStepper(Stepper):
     """A block of games and the batch buffers their rows go into."""
 
     def __init__(
@@ -35,18 +36,9 @@ class GameStepper:
         first_index: int = 0,
     ) -> None: ...
     @property
-    def envs(self) -> list[Any]: ...
-    @property
     def agents(self) -> tuple[str, ...]: ...
     @property
     def seats(self) -> int: ...
-    @property
-    def first_index(self) -> int: ...
-    @property
-    def current(self) -> int: ...
-    @property
-    def mode(self) -> int: ...
-    def set_rows(self, rows: npt.NDArray[np.uint8]) -> None: ...
     def step(self, actions: list[Any]) -> list[_InfoEntry]: ...
     def reset(
         self,

@@ -25,7 +25,22 @@ class Autoreset(enum.IntEnum):
     DISABLED = 2
 
 @disjoint_base
-class EnvStepper:
+class Stepper:
+    """What the step loops over a block share: its envs, its buffers, the row being run."""
+
+    @property
+    def envs(self) -> list[Any]: ...
+    @property
+    def first_index(self) -> int: ...
+    @property
+    def current(self) -> int: ...
+    @property
+    def mode(self) -> int: ...
+    def set_rows(self, rows: npt.NDArray[np.uint8]) -> None:
+        """Write observations into ``rows`` from now on (same shape as before)."""
+
+@disjoint_base
+class EnvStepper(Stepper):
     """A block of envs and the batch buffers their step results go into."""
 
     def __init__(
@@ -41,15 +56,6 @@ class EnvStepper:
         needs_reset: npt.NDArray[np.bool_],
         first_index: int = 0,
     ) -> None: ...
-    @property
-    def envs(self) -> list[gym.Env[Any, Any]]: ...
-    @property
-    def first_index(self) -> int: ...
-    @property
-    def current(self) -> int: ...
-    @property
-    def mode(self) -> int: ...
-    def set_rows(self, rows: npt.NDArray[np.uint8]) -> None: ...
     def stack_frames(self, plan: Any) -> None:
         """Keep each env's last frames in its record (``plan``: a ``StackPlan``)."""
     def step(self, actions: list[Any]) -> list[_InfoEntry]: ...
