@@ -35,14 +35,16 @@ _object_path_warned = False
 
 
 def make_obs_store(space: spaces.Space, num_envs: int, copy: bool,
-                   rows: np.ndarray | None = None, fresh_rows: bool = False) -> ObsStore:
+                   rows: np.ndarray | None = None, fresh_rows: bool = False,
+                   layout: Layout | None = None) -> ObsStore:
     """The store for ``space``: records in ``rows`` (allocated if None), or objects.
 
     ``fresh_rows`` (``copy=True``, in-process blocks only): when one array leaf fills
     the record, each write goes into a new buffer that is handed out as it is,
-    instead of writing one buffer and copying it out.
+    instead of writing one buffer and copying it out.  ``layout``: ``space``'s, where
+    the caller made it already.
     """
-    layout = layout_of(space)
+    layout = layout or layout_of(space)
     if layout is None:
         _warn_object_path(space)
         return ObjectStore(space, num_envs, copy)

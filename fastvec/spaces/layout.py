@@ -48,6 +48,12 @@ class Layout:
     template: Template
     table: FieldTable
 
+    def __reduce__(self) -> tuple:
+        """Pickled without its compiled table, which is rebuilt from the leaves: the
+        trainer lays out the records once and sends the layout to its workers.
+        """
+        return _layout, (self.leaves, self.record_size, self.template)
+
 
 def leaf_name(path: tuple[PathKey, ...]) -> str:
     """``('image', 0)`` -> ``obs["image"][0]``: how errors name a leaf."""
@@ -99,6 +105,11 @@ def layout_of(space: spaces.Space) -> Layout | None:
         return None
     alignment = max([MIN_ALIGN, *(leaf.dtype.alignment for leaf in leaves)])
     record_size = max(_align(end, alignment), alignment)
+    return _layout(tuple(leaves), record_size, template)
+
+
+def _layout(leaves: tuple[Leaf, ...], record_size: int, template: Template) -> Layout:
+    """The layout of ``leaves``, with their compiled writer table."""
     table = FieldTable(
         [leaf.path for leaf in leaves],
         [leaf_name(leaf.path) for leaf in leaves],
@@ -106,7 +117,7 @@ def layout_of(space: spaces.Space) -> Layout | None:
         [leaf.shape for leaf in leaves],
         [leaf.offset for leaf in leaves],
     )
-    return Layout(tuple(leaves), record_size, template, table)
+    return Layout(leaves, record_size, template, table)
 
 
 class _NotFlat(Exception):

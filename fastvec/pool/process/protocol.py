@@ -93,8 +93,9 @@ class Stepping:
 
 
 class Attach(NamedTuple):
-    """Where the worker's block sits in the shared block (its fd follows): its first row,
-    its line in the barrier and its info area (``block``).
+    """Where the worker's block sits in the shared segment (its fd follows): its first
+    row, its line in the barrier and its info area (``block``); the record layouts
+    the trainer made once for every block.
     """
 
     plan: Any  # fastvec.pool.process.shm.SegmentPlan
@@ -102,6 +103,8 @@ class Attach(NamedTuple):
     block: int
     num_blocks: int
     mode_code: int  # the kernels' autoreset code (an int, not the AutoresetMode)
+    obs_layout: Any  # a fastvec.spaces.layout.Layout, or None: observations as objects
+    action_layout: Any  # the same for actions: None, they come as messages
     frame_stack: Any = None  # a fastvec.spaces.frame_stack.FrameStack, or None
 
 

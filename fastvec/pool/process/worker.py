@@ -50,7 +50,7 @@ from fastvec.pool.process.shared_infos import InfoWriter
 from fastvec.pool.process.shm import SharedSegment
 from fastvec.pool.reports import report_error
 from fastvec.spaces.frame_stack import stacked_space
-from fastvec.spaces.layout import batch_views, copy_tree, layout_of
+from fastvec.spaces.layout import batch_views, copy_tree
 
 __all__ = ["run"]
 
@@ -131,16 +131,17 @@ class _Server:
         end = self.first + self.count
         # Buffers over the whole shared batch; this worker's EnvStepper writes its rows.
         space, action_space, _ = unit_spaces(envs[0])
-        if setup.frame_stack is not None:
-            space = stacked_space(space, setup.frame_stack)
-        layout = layout_of(space)
-        store: ObsStore = ObjectStore(space, end, copy=False) if layout is None else \
-            RecordStore(layout, arrays[RegionName.OBS], copy=False)
+        if setup.obs_layout is not None:  # laid out by the trainer
+            store: ObsStore = RecordStore(setup.obs_layout, arrays[RegionName.OBS], copy=False)
+        else:
+            if setup.frame_stack is not None:
+                space = stacked_space(space, setup.frame_stack)
+            store = ObjectStore(space, end, copy=False)
         buffers = Buffers.over(store, arrays)
         # obs_objects: the block's observations on the object path, sent in each reply
         self.env_block, self.obs_objects = make_stepper(envs, self.first, buffers,
                                                         setup.mode_code, setup.frame_stack)
-        self.action_layout = layout_of(action_space)
+        self.action_layout = setup.action_layout
         self.action_views = None if self.action_layout is None else batch_views(
             self.action_layout, arrays[RegionName.ACTIONS][self.first:end])
         self.block_action_space = batch_space(action_space, self.count)

@@ -36,7 +36,6 @@ from fastvec.pool.ray.session import stop_local_ray
 from fastvec.pool.reports import ErrorReport, RemoteTraceback, env_failure, rebuild_mistake
 from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
-from fastvec.spaces.layout import layout_of
 
 __all__ = ["RayPool", "take_rows"]
 
@@ -143,12 +142,10 @@ class RayPool(Pool):
         return [replies[b] for b in blocks]
 
     def _setup_buffers(self, copy: bool) -> None:
-        space = self.about.observation_space
-        layout = layout_of(space)
-        self._record_size = 0 if layout is None else layout.record_size
+        store = make_obs_store(self.about.observation_space, self.num_rows, copy)
+        self._record_size = 0 if store.layout is None else store.layout.record_size
         self._action_space = self.about.action_space
-        self.buffers = Buffers.allocate(make_obs_store(space, self.num_rows, copy),
-                                        self.num_rows)
+        self.buffers = Buffers.allocate(store, self.num_rows)
 
     # -- commands --------------------------------------------------------------------
 

@@ -1,0 +1,155 @@
+"""What a process pool drives: the kinds of block, and a command's batch for them.
+
+A process pool's blocks are of two kinds, each a :class:`Driven` written once:
+its worker processes (``fastvec.pool.process.worker_blocks``) and, with
+``local_block``, the trainer's own block 0 (``fastvec.pool.process.trainer_block``).
+The pool posts a command to the blocks of each kind with one *batch*
+(:class:`StepBatch`, :class:`ResetBatch`, :class:`ControlBatch`) that gives each
+block its message (``protocol``'s ``StepActions``, ``ResetRequest``,
+``ControlRequest``), then waits for replies kind by kind; a new command is a new
+batch, served by both kinds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Protocol
+
+import cloudpickle
+import numpy as np
+
+from fastvec.pool.about import About
+from fastvec.pool.base import Entries
+from fastvec.pool.process.protocol import Command, ControlRequest, ResetRequest, StepActions
+from fastvec.spaces.actions import ActionChecker
+
+__all__ = ["Batch", "ControlBatch", "Driven", "LaidOut", "ResetBatch", "StepBatch"]
+
+Bounds = list[tuple[int, int]]
+
+
+class StepBatch:
+    """A step's checked actions (for every row, or for ``env_ids``); block ``b``'s rows
+    of them on demand, split once.
+    """
+
+    __slots__ = ("__dict__", "actions", "bounds", "checker", "env_ids")
+
+    def __init__(self, actions: Any, checker: ActionChecker, env_ids: np.ndarray | None,
+                 bounds: Bounds) -> None:
+        self.actions, self.checker, self.env_ids, self.bounds = actions, checker, env_ids, bounds
+
+    @cached_property
+    def per_env(self) -> list:
+        return self.checker.split(self.actions)
+
+    @cached_property
+    def by_row(self) -> dict:
+        assert self.env_ids is not None
+        return dict(zip(self.env_ids.tolist(), self.per_env, strict=True))
+
+    def rows(self, b: int) -> list:
+        """Block ``b``'s actions, one per row."""
+        a, z = self.bounds[b]
+        if self.env_ids is not None:
+            by_row = self.by_row
+            return [by_row[i] for i in range(a, z)]
+        if type(self.actions) is np.ndarray:
+            return list(self.actions[a:z])
+        return self.per_env[a:z]
+
+    def message(self, b: int) -> StepActions:
+        return StepActions(self.rows(b))
+
+
+class ResetBatch:
+    """A reset's per-row seeds, options and mask (None: every row)."""
+
+    __slots__ = ("bounds", "mask", "options", "seeds")
+
+    def __init__(self, seeds: list, options: dict | None, mask: np.ndarray | None,
+                 bounds: Bounds) -> None:
+        self.seeds, self.options, self.mask, self.bounds = seeds, options, mask, bounds
+
+    def message(self, b: int) -> ResetRequest:
+        a, z = self.bounds[b]
+        return ResetRequest(self.seeds[a:z], self.options,
+                            None if self.mask is None else self.mask[a:z])
+
+
+class ControlBatch:
+    """``fn(env, *args)`` for the envs (games) ``targets``, ascending; ``bounds`` count
+    envs (games), as targets do.
+    """
+
+    __slots__ = ("__dict__", "args_per_env", "bounds", "fn", "targets")
+
+    def __init__(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
+                 bounds: Bounds) -> None:
+        self.fn, self.targets, self.args_per_env, self.bounds = fn, targets, args_per_env, bounds
+
+    @cached_property
+    def fn_bytes(self) -> bytes:
+        """``fn`` pickled once, for every worker (the trainer's block calls it as it is)."""
+        return cloudpickle.dumps(self.fn)
+
+    def select(self, b: int) -> tuple[list[int], list[tuple] | None]:
+        """Block ``b``'s targets, counted from its first env, and their arguments."""
+        a, z = self.bounds[b]
+        mine = [k for k, i in enumerate(self.targets) if a <= i < z]
+        return ([self.targets[k] - a for k in mine],
+                None if self.args_per_env is None else [self.args_per_env[k] for k in mine])
+
+    def message(self, b: int) -> ControlRequest:
+        return ControlRequest(self.fn_bytes, *self.select(b))
+
+
+Batch = StepBatch | ResetBatch | ControlBatch
+
+
+@dataclass(frozen=True)
+class LaidOut:
+    """The pool's shared segment once laid out, what every block attaches to."""
+
+    plan: Any  # fastvec.pool.process.shm.SegmentPlan
+    fd: int  # the segment's descriptor, sent to each worker
+    buffers: Any  # fastvec.pool.buffers.Buffers over the segment
+    infos: Any  # fastvec.pool.process.shared_infos.InfoReader
+    stepping: Any  # fastvec.pool.process.protocol.Stepping
+    obs_layout: Any  # fastvec.spaces.layout.Layout of the records, or None (objects)
+    action_layout: Any  # of the action records, or None (actions as messages)
+
+
+class Driven(Protocol):
+    """One kind of block a process pool drives (its ``blocks``, ascending).
+
+    Replies are raw: None, an info message, entries, or the exception a block's
+    failure stands for; :meth:`receive` takes one in.
+    """
+
+    @property
+    def blocks(self) -> list[int]:
+        """This kind's blocks, ascending."""
+
+    def about(self, b: int, deadline: float) -> About:
+        """What block ``b`` built (its envs are built by then)."""
+
+    def attach(self, b: int, shared: LaidOut, deadline: float) -> None:
+        """Block ``b`` steps in the pool's laid-out buffers from now on."""
+
+    def post(self, blocks: list[int], command: Command, batch: Batch) -> None:
+        """Start ``command`` on ``blocks`` (some of this kind's)."""
+
+    def replies(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
+        """``want`` of ``blocks``' raw replies, earliest done first."""
+
+    def receive(self, b: int, reply: Any) -> Entries:
+        """Take block ``b``'s reply into the buffers; its info entries."""
+
+    def rebuild(self, b: int) -> Any:
+        """Block ``b`` with fresh envs, attached and reset: the reset's raw reply."""
+
+    def close(self, pending: list[int], timeout: float | None, terminate: bool) -> None:
+        """Close the blocks' envs (or stop at once with ``terminate``)."""

@@ -1,0 +1,160 @@
+"""The worker processes' blocks, driven by a process pool: one kind of ``Driven``.
+
+Each remote block's envs live in a worker process (:mod:`fastvec.pool.process.worker`);
+commands go through the barrier (:class:`fastvec.pool.process.workers.Workers`),
+actions with a record layout through the shared segment, anything else as a
+message on the worker's pipe.  Replies are read here: a worker's report becomes
+the error it stands for, a reply's observation objects and info layout are taken in.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from fastvec.pool.about import About
+from fastvec.pool.base import STARTUP_SECONDS, Entries, Pool
+from fastvec.pool.notes import relay
+from fastvec.pool.process.driven import Batch, LaidOut, StepBatch
+from fastvec.pool.process.protocol import (
+    Attach,
+    BlockReply,
+    Command,
+    ResendInfos,
+    ResetRequest,
+    Status,
+)
+from fastvec.pool.process.workers import Workers
+from fastvec.pool.reports import ErrorReport, RemoteTraceback, env_failure, rebuild_mistake
+from fastvec.spaces.layout import copy_into
+
+__all__ = ["WorkerBlocks"]
+
+
+class WorkerBlocks:
+    """The blocks of ``workers`` (block ``b``'s env functions pickled in ``payloads[b]``).
+
+    ``pool`` names things in messages (its ``unit_name``, ``unit_bounds``) and is
+    marked ``broken`` when a wait is cut short; ``action_views`` (the shared action
+    records, or None for spaces without a record layout) are set by the pool.
+    """
+
+    def __init__(self, pool: Pool, workers: Workers, payloads: dict[int, bytes]) -> None:
+        self.pool = pool
+        self.workers = workers
+        self.payloads = payloads
+        self.action_views: Any = None
+        self.shared: LaidOut | None = None
+
+    @property
+    def blocks(self) -> list[int]:
+        return self.workers.blocks
+
+    def start(self, blocks: range) -> None:
+        """Start a worker for each of ``blocks`` (worker k for the k-th)."""
+        for k, b in enumerate(blocks):
+            self.workers.start(b, k, self.pool.unit_bounds[b][0], self.payloads[b])
+
+    # -- start-up ------------------------------------------------------------------------
+
+    def about(self, b: int, deadline: float) -> About:
+        message = self.workers[b].recv(deadline, "start-up")
+        if isinstance(message, ErrorReport):  # the user's mistake is raised as it is
+            raise rebuild_mistake(message) or self.error(b, message, "building its envs")
+        return message
+
+    def attach(self, b: int, shared: LaidOut, deadline: float) -> None:
+        self.shared = shared
+        worker = self.workers[b]
+        worker.send(Attach(shared.plan, self.pool.bounds[b][0], b, self.pool.num_blocks,
+                           shared.stepping.mode, shared.obs_layout, shared.action_layout,
+                           shared.stepping.frame_stack))
+        worker.send_fd(shared.fd)
+        message = worker.recv(deadline, "start-up")
+        if isinstance(message, ErrorReport):
+            raise self.error(b, message, "attaching shared memory")
+        worker.attached = True
+
+    # -- commands ------------------------------------------------------------------------
+
+    def post(self, blocks: list[int], command: Command, batch: Batch) -> None:
+        views = self.action_views
+        if type(batch) is StepBatch and views is not None:  # actions through shared records
+            if type(views) is np.ndarray and batch.env_ids is None:
+                np.copyto(views, batch.actions)
+            else:
+                copy_into(views, batch.actions, batch.env_ids)
+        else:
+            self.workers.send(blocks, [batch.message(b) for b in blocks])
+        self.workers.post(blocks, command)
+
+    def replies(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
+        """``Workers.wait``: anything that interrupts it (a timeout, a worker that died
+        and is not to be restarted, Ctrl-C) leaves the pool unusable, since replies may
+        be left unread.
+        """
+        try:
+            return self.workers.wait(list(blocks), what, want, self.error)  # it takes from it
+        except BaseException as exc:
+            if self.pool.broken is None:
+                self.pool.broken = f"{type(exc).__name__} while waiting for {what}: {exc}"
+            raise
+
+    def receive(self, b: int, reply: Any) -> Entries:
+        if reply is None:
+            return []
+        a, z = self.pool.bounds[b]
+        assert self.shared is not None
+        if reply is Status.INFOS:
+            return [self.shared.infos.read(b, a, z - a)]
+        assert isinstance(reply, BlockReply)
+        if reply.notes:
+            relay(reply.notes)
+        self.shared.buffers.obs.receive(a, reply.obs_objects)
+        if reply.info_schema is not None:  # its infos come through its info area from now
+            self.shared.infos.learn(b, reply.info_schema)
+        return list(reply.entries)
+
+    def last_infos(self, b: int) -> list:
+        """Block ``b``'s raw infos of its last step (it is idle: its reply was read)."""
+        self.workers[b].send(ResendInfos())
+        self.workers.post([b], Command.CONTROL)
+        reply = self.replies([b], "a resend of infos", 1)[b]
+        if isinstance(reply, BaseException):
+            raise reply
+        return reply.results
+
+    def error(self, b: int, report: ErrorReport, what: str) -> BaseException:
+        """The error worker ``b``'s ``report`` stands for (the user's mistake as it was)."""
+        mistake = rebuild_mistake(report)
+        if mistake is not None:
+            return mistake
+        env_index = report.env_index
+        if env_index is not None:  # the worker counts the envs (games) of its block from 0
+            env_index += self.pool.unit_bounds[b][0]
+        worker = self.workers[b].index
+        where = f"{self.pool.unit_name} {env_index} (worker {worker})" \
+            if env_index is not None else f"worker {worker}"
+        return env_failure(where, report.type_name, report.message, what, env_index=env_index,
+                           worker_index=worker, cause=RemoteTraceback(report.traceback))
+
+    # -- restart and shutdown ------------------------------------------------------------
+
+    def rebuild(self, b: int) -> Any:
+        assert self.shared is not None
+        self.shared.infos.forget(b)
+        old = self.workers.kill(b)
+        self.workers.start(b, old.index, self.pool.unit_bounds[b][0], self.payloads[b])
+        deadline = time.monotonic() + STARTUP_SECONDS
+        self.about(b, deadline)
+        self.attach(b, self.shared, deadline)
+        a, z = self.pool.bounds[b]
+        self.workers[b].send(ResetRequest([None] * (z - a), None, None))
+        self.workers.post([b], Command.RESET)
+        return self.replies([b], "a reset after restart", 1)[b]
+
+    def close(self, pending: list[int], timeout: float | None, terminate: bool) -> None:
+        self.workers.close(pending, timeout, terminate)
+        self.action_views = self.shared = None
