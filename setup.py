@@ -1,4 +1,5 @@
-"""Build the compiled kernels: one extension per ``csrc/*.pyx``.
+"""Build the compiled kernels: one extension per ``csrc/*.pyx`` (``fastvec._kernels.*``)
+and per ``csrc/atari/*.pyx`` (``fastvec.atari.*``, the Atari env's own).
 
 Cython directives are set once here.  ``FASTVEC_DEBUG=1`` turns bounds and
 initialisation checks on; ``FASTVEC_NATIVE=1`` adds ``-march=native``;
@@ -33,12 +34,18 @@ if NATIVE:
 C_SOURCES: dict[str, list[str]] = {"barrier": ["csrc/ipc_sync.c"]}
 
 
+# Where each directory's kernels go: csrc/X.pyx -> fastvec._kernels.X,
+# csrc/atari/X.pyx -> fastvec.atari.X.
+PACKAGES = {Path("csrc"): "fastvec._kernels", Path("csrc", "atari"): "fastvec.atari"}
+
+
 def kernel(pyx: Path) -> Extension:
-    """The extension ``fastvec._kernels.<stem>`` built from ``csrc/<stem>.pyx``."""
+    """The extension built from ``pyx``: ``<package>.<stem>``, its package by directory
+    (``PACKAGES``); C headers are found beside the ``.pyx``."""
     return Extension(
-        f"fastvec._kernels.{pyx.stem}",
+        f"{PACKAGES[pyx.parent]}.{pyx.stem}",
         [str(pyx), *C_SOURCES.get(pyx.stem, [])],
-        include_dirs=[np.get_include(), "csrc"],
+        include_dirs=[np.get_include(), str(pyx.parent)],
         define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
         extra_compile_args=CFLAGS,
     )
@@ -70,7 +77,7 @@ def generated_dir() -> Path:
     return out
 
 
-pyx_files = sorted(Path("csrc").glob("*.pyx"))
+pyx_files = sorted(pyx for directory in PACKAGES for pyx in directory.glob("*.pyx"))
 if not pyx_files:  # else setuptools makes a pure-Python wheel that cannot import
     raise SystemExit("setup.py: no csrc/*.pyx to build the kernels from; build from a "
                      "checkout or from the sdist, which carries them (MANIFEST.in)")

@@ -40,11 +40,11 @@ try:
         flatten,
         games,
         infos,
-        resize,
         rows,
         stacking,
         stepping,
     )
+    from fastvec.atari import _resize  # noqa: F401  (the Atari env's own kernel)
 except ImportError as exc:  # pragma: no cover - exercised only on a broken install
     raise ImportError(
         "fastvec's compiled kernels are not built or do not load "

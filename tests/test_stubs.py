@@ -11,7 +11,9 @@ import pytest
 pytest.importorskip("mypy.stubtest")
 
 ROOT = Path(__file__).resolve().parents[1]
-STUBS = sorted((ROOT / "fastvec" / "_kernels").glob("*.pyi"))
+# The compiled modules' stubs: the kernels', and the Atari env's own (csrc/atari/).
+STUBS = sorted([*(ROOT / "fastvec" / "_kernels").glob("*.pyi"),
+                *(ROOT / "fastvec" / "atari").glob("*.pyi")])
 
 # stubtest refuses to compare anything while mypy reports an error in any module it
 # follows (the rest of the package); type-checking those is `mypy fastvec`'s job, so
@@ -34,7 +36,7 @@ def test_there_are_stubs():
 def test_stubs_match_the_compiled_modules(tmp_path):
     config = tmp_path / "mypy.ini"
     config.write_text(MYPY_CONFIG)
-    modules = [f"fastvec._kernels.{stub.stem}" for stub in STUBS]
+    modules = [".".join(stub.relative_to(ROOT).with_suffix("").parts) for stub in STUBS]
     result = subprocess.run(
         [sys.executable, "-m", "mypy.stubtest", "--mypy-config-file", str(config),
          "--allowlist", str(ROOT / "stubtest-allowlist.txt"), *modules],

@@ -5,7 +5,7 @@ four ``AtariEnv.step`` calls per agent step, each copying an RGB screen nobody
 looks at, then the max-pool and the resize.  Here the loop calls ``ale.act``
 itself, reads the two screens that are pooled straight into two preallocated
 buffers (``getScreenGrayscale``), and pools and resizes them into a new frame in
-one compiled pass (``fastvec._kernels.resize``: the bytes of OpenCV's
+one compiled pass (``fastvec.atari._resize``: the bytes of OpenCV's
 ``INTER_AREA``, as ``AtariPreprocessing`` resizes, checked against the installed
 OpenCV when the env is made; OpenCV itself where they would differ).  Resets (seeding,
 no-ops) go through Gymnasium's own ``AtariEnv``, so the same seeds and actions
@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from fastvec._kernels.resize import AreaResize
+from fastvec.atari._resize import AreaResize
 
 __all__ = ["PreprocessedAtari"]
 

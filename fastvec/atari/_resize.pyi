@@ -1,5 +1,5 @@
-# Stub of the compiled module built from csrc/resize.pyx (see csrc/README.md).
-"""Typed interface of ``fastvec._kernels.resize`` (built from ``csrc/resize.pyx``)."""
+# Stub of the compiled module built from csrc/atari/_resize.pyx (see csrc/README.md).
+"""Typed interface of ``fastvec.atari._resize`` (built from ``csrc/atari/_resize.pyx``)."""
 
 from typing import Literal
 

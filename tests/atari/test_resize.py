@@ -1,4 +1,4 @@
-"""``fastvec._kernels.resize``: ``AreaResize`` against OpenCV's own ``INTER_AREA``, byte for byte.
+"""``fastvec.atari._resize``: ``AreaResize`` against OpenCV's own ``INTER_AREA``, byte for byte.
 
 The reference is the installed ``cv2.resize(src, (w, h), interpolation=cv2.INTER_AREA)``
 (and ``np.maximum`` before it for ``pool_resize``): random images of random sizes and
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 cv2 = pytest.importorskip("cv2")
 
-from fastvec._kernels.resize import SIMD, AreaResize  # noqa: E402
+from fastvec.atari._resize import SIMD, AreaResize  # noqa: E402
 
 DBL_EPSILON = sys.float_info.epsilon
 

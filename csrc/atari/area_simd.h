@@ -1,6 +1,6 @@
-/* The vector helpers of csrc/resize.pyx (see its docstring): SSE2 on x86-64, GCC/Clang
+/* The vector helpers of csrc/atari/_resize.pyx (see its docstring): SSE2 on x86-64, GCC/Clang
    vector extensions elsewhere, else plain C; each computes the same float32 operations.
-   Plain C, no Python.h; included once, by resize.pyx. */
+   Plain C, no Python.h; included once, by _resize.pyx. */
 #ifndef FASTVEC_AREA_SIMD_H
 #define FASTVEC_AREA_SIMD_H
 
