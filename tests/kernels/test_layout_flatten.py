@@ -8,6 +8,7 @@ keep every leaf aligned, disjoint and in the space's order.
 
 from __future__ import annotations
 
+import pickle
 import re
 import warnings
 
@@ -202,6 +203,22 @@ def test_round_trip_matches_concatenate(space, n, seed):
     # Nothing outside the leaves' bytes was touched (padding keeps its garbage).
     padding = ~leaf_byte_mask(layout)
     np.testing.assert_array_equal(rows[:, padding], before[:, padding])
+
+
+@settings(max_examples=60, deadline=None)
+@given(obs_spaces, st.integers(1, 3), st.integers(0, 2**32 - 1))
+def test_a_pickled_layout_writes_the_same_records(space, n, seed):
+    """The trainer lays records out once and sends the layout to its workers."""
+    layout = layout_of(space)
+    again = pickle.loads(pickle.dumps(layout))
+    assert (again.leaves, again.record_size, again.template) == \
+        (layout.leaves, layout.record_size, layout.template)
+    samples = samples_of(space, n, seed)
+    rows, rows_again = np.zeros((2, n, layout.record_size), np.uint8)
+    for i, obs in enumerate(samples):
+        flatten_into(layout.table, obs, rows[i], i)
+        flatten_into(again.table, obs, rows_again[i], i)
+    np.testing.assert_array_equal(rows_again, rows)
 
 
 @settings(max_examples=60, deadline=None)
