@@ -1,6 +1,6 @@
 """The shared-memory step barrier between the parent and its workers.
 
-Memory (a caller-owned writable buffer, e.g. a region of the shared block):
+Memory (a caller-owned writable buffer, e.g. a region of the shared segment):
 a 64-byte line for the *done bell* (and the completion-ticket counter), one for the *command bell*, then one line
 per worker holding ``cmd_seq``, ``done_seq``, ``command`` and ``status`` (u32
 each).  The parent ``post``s a command to some workers (writes it, bumps their

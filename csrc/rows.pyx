@@ -1,4 +1,4 @@
-"""Moving whole record rows: the batch of an async ``recv`` out of the shared block.
+"""Moving whole record rows: the batch of an async ``recv`` out of the shared segment.
 
 Rows are bytes (``uint8[:, ::1]``), so one kernel serves every dtype: an array
 of float64 rewards is gathered as ``(n, 8)`` rows, a bool array as ``(n, 1)``.

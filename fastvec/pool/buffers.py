@@ -1,10 +1,10 @@
 """The batch a step writes: observations (an ``ObsStore``) and one table of per-row results.
 
 :data:`RESULT_FIELDS` declares each per-row result once (name, dtype); the buffers,
-the shared block's regions (``pool/process/start.py``), Ray's packed replies
+the shared segment's regions (``pool/process/segment.py``), Ray's packed replies
 (``pool/ray/actor.py``) and the steppers' arguments (``pool/local.py``) are derived
 from it, so a new per-row array is one line here.  Steppers write into the buffers;
-under a process pool the arrays are views of the shared block.
+under a process pool the arrays are views of the shared segment.
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ class Buffers:
 
     @classmethod
     def over(cls, obs: ObsStore, arrays: Mapping[str, np.ndarray]) -> Buffers:
-        """Buffers over ``arrays[name]`` for each result field (the shared block's regions)."""
+        """Buffers over ``arrays[name]`` for each result field (the shared segment's regions)."""
         return cls(obs, **{f.name: arrays[f.name] for f in RESULT_FIELDS})
 
     def results(self, start: int, stop: int, names: tuple[str, ...] | None = None

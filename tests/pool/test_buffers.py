@@ -1,4 +1,4 @@
-"""One table of per-row results (``RESULT_FIELDS``): the buffers, the shared block's
+"""One table of per-row results (``RESULT_FIELDS``): the buffers, the shared segment's
 regions and Ray's packed replies all follow it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from fastvec.pool.buffers import ENV_RESULTS, RESULT_FIELDS, Buffers
-from fastvec.pool.process.start import plan_shared_block
+from fastvec.pool.process.segment import plan_segment
 
 NAMES = [field.name for field in RESULT_FIELDS]
 
@@ -34,7 +34,7 @@ def test_allocate_and_over_give_each_field_its_dtype_and_rows():
 
 
 def test_the_shared_block_has_a_region_per_result_field():
-    plan = plan_shared_block(4, 2, None, None)
+    plan = plan_segment(4, 2, None, None)
     regions = {region.name: region for region in plan.regions}
     for field in RESULT_FIELDS:
         assert regions[field.name].shape == (4,)

@@ -9,6 +9,6 @@
 :mod:`~fastvec.pool.process.worker` (the worker's side),
 :mod:`~fastvec.pool.process.protocol` (what both sides say),
 :mod:`~fastvec.pool.process.shm` (the shared segment),
-:mod:`~fastvec.pool.process.start` (its plan),
+:mod:`~fastvec.pool.process.segment` (its plan),
 :mod:`~fastvec.pool.process.shared_infos` (infos through it).
 """

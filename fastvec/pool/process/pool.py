@@ -37,9 +37,9 @@ from fastvec.pool.process.driven import (
     StepBatch,
 )
 from fastvec.pool.process.protocol import Command, RegionName, Stepping, spin_budget_us
+from fastvec.pool.process.segment import plan_segment
 from fastvec.pool.process.shared_infos import InfoReader
 from fastvec.pool.process.shm import SharedSegment
-from fastvec.pool.process.start import plan_shared_block
 from fastvec.pool.process.trainer_block import TrainerBlock
 from fastvec.pool.process.worker_blocks import WorkerBlocks
 from fastvec.pool.process.workers import Workers
@@ -140,7 +140,7 @@ class ProcessPool(Pool):
         obs_space = self.observation_spaces[0]
         # Laid out once, here: the workers write and read records by these layouts.
         obs_layout, action_layout = layout_of(obs_space), layout_of(abouts[0].action_space)
-        plan = plan_shared_block(self.num_rows, self.num_blocks, obs_layout, action_layout)
+        plan = plan_segment(self.num_rows, self.num_blocks, obs_layout, action_layout)
         self._shared = SharedSegment.create(plan)
         arrays = self._shared.arrays
         self.workers.barrier = Barrier(arrays[RegionName.BARRIER], self.num_blocks,

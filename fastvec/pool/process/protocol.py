@@ -10,7 +10,7 @@ start-up   worker -> an ``About`` (``fastvec.pool.about``: what it built); paren
            ``ErrorReport`` of ``fastvec.pool.reports`` at any point).
 RESET      parent -> :class:`ResetRequest`; worker -> a :class:`BlockReply` when
            there are infos or object observations, else just ``Status.OK``.
-STEP       actions are in the shared block (or a :class:`StepActions` message for
+STEP       actions are in the shared segment (or a :class:`StepActions` message for
            spaces without a record layout); worker -> ``Status.OK``,
            ``Status.INFOS`` (infos in its info area) or a :class:`BlockReply`.
 CONTROL    parent -> :class:`ControlRequest` (or :class:`ResendInfos`); worker ->

@@ -5,7 +5,7 @@ in as it came and the result is plain (str keys, each followed by its ``_key``
 mask, no object arrays, no empty dicts), its *schema* (each leaf's key path, dtype
 and shape) goes to the parent once over the pipe, together with that step's raw
 infos; on later steps with the same schema only the leaves' bytes travel, written
-into the worker's area of the shared block.  The parent merges the blocks of all
+into the worker's area of the shared segment.  The parent merges the blocks of all
 workers (and the raw infos of a block it stepped itself) into the batch in one
 compiled pass, copying each leaf's rows straight from the info area
 (``fastvec._kernels.infos.merge_entries``); that equals batching every env's

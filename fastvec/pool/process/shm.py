@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SegmentPlan", "Region", "SharedSegment", "plan_block"]
+__all__ = ["SegmentPlan", "Region", "SharedSegment", "plan_regions"]
 
 ALIGN = 64  # every region starts on its own cache line
 
@@ -43,7 +43,7 @@ class SegmentPlan:
     size: int
 
 
-def plan_block(arrays: list[tuple[str, tuple[int, ...], str]]) -> SegmentPlan:
+def plan_regions(arrays: list[tuple[str, tuple[int, ...], str]]) -> SegmentPlan:
     """Lay out ``(name, shape, dtype)`` arrays one after another, 64-byte aligned."""
     regions, offset = [], 0
     for name, shape, dtype in arrays:

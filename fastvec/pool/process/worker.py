@@ -1,7 +1,7 @@
 """The worker process: builds its block of envs, then serves commands until told to stop.
 
 Start-up talks over the control pipe: the worker sends an ``About`` (what it
-built), receives :class:`Attach` and the shared block's file descriptor,
+built), receives :class:`Attach` and the shared segment's file descriptor,
 attaches, and sends :class:`Ready`.  After that every command arrives through
 the barrier (``Barrier.wait_command``); requests that carry Python objects
 (reset seeds, control calls) come with a message on the pipe.  A reply that

@@ -1,4 +1,4 @@
-"""``fastvec.pool.process.shm``: one shared block carved into aligned regions, with no name.
+"""``fastvec.pool.process.shm``: one shared segment carved into aligned regions, with no name.
 
 The plan (offsets, sizes, alignment) against arithmetic; the block against what
 a second mapping of the same file descriptor and a forked child see; close
@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from fastvec.pool.process.shm import ALIGN, SharedSegment, plan_block
+from fastvec.pool.process.shm import ALIGN, SharedSegment, plan_regions
 from tests.support import leaks
 
 DTYPES = ["u1", "?", "i2", "<i4", "f4", "f8", "i8", "c16"]
@@ -26,7 +26,7 @@ DTYPES = ["u1", "?", "i2", "<i4", "f4", "f8", "i8", "c16"]
                 max_size=8))
 def test_plan_lays_regions_out_in_order_aligned_and_apart(arrays):
     specs = [(f"r{k}", tuple(shape), dtype) for k, (shape, dtype) in enumerate(arrays)]
-    plan = plan_block(specs)
+    plan = plan_regions(specs)
     assert [r.name for r in plan.regions] == [name for name, *_ in specs]
     end = 0
     for region, (_, shape, dtype) in zip(plan.regions, specs, strict=True):
@@ -41,16 +41,16 @@ def test_plan_lays_regions_out_in_order_aligned_and_apart(arrays):
 
 
 def test_plan_of_nothing_is_one_page():
-    plan = plan_block([])
+    plan = plan_regions([])
     assert plan.regions == () and plan.size == mmap.PAGESIZE
 
 
 def test_plan_sizes_by_hand():
-    plan = plan_block([("a", (3,), "f8"), ("b", (0,), "u1"), ("c", (2, 5), "i4"), ("d", (), "?")])
+    plan = plan_regions([("a", (3,), "f8"), ("b", (0,), "u1"), ("c", (2, 5), "i4"), ("d", (), "?")])
     assert [(r.offset, r.nbytes) for r in plan.regions] == [(0, 24), (64, 0), (128, 40),
                                                             (192, 1)]
     assert plan.size == mmap.PAGESIZE
-    big = plan_block([("rows", (3, mmap.PAGESIZE), "u1")])
+    big = plan_regions([("rows", (3, mmap.PAGESIZE), "u1")])
     assert big.size == 3 * mmap.PAGESIZE
 
 
@@ -60,7 +60,7 @@ SPECS = [("rewards", (5,), "f8"), ("flags", (5,), "?"), ("rows", (5, 13), "u1"),
 
 @pytest.fixture
 def block():
-    block = SharedSegment.create(plan_block(SPECS))
+    block = SharedSegment.create(plan_regions(SPECS))
     yield block
     block.close()
 
@@ -120,7 +120,7 @@ def test_close_is_idempotent_and_releases_the_fd(block):
 
 
 def test_close_while_a_view_is_held_keeps_the_view_valid():
-    block = SharedSegment.create(plan_block(SPECS))
+    block = SharedSegment.create(plan_regions(SPECS))
     view = block.arrays["rewards"]  # as with copy=False: the caller still holds a view
     view[:] = 4.0
     block.close()
@@ -132,7 +132,7 @@ def test_close_while_a_view_is_held_keeps_the_view_valid():
 @pytest.mark.skipif(not os.path.isdir(leaks.SHM_DIR), reason="no /dev/shm")
 def test_the_block_has_no_name_in_dev_shm():
     before = leaks.shm_entries()
-    block = SharedSegment.create(plan_block([("big", (1 << 20,), "u1")]))
+    block = SharedSegment.create(plan_regions([("big", (1 << 20,), "u1")]))
     try:
         assert leaks.shm_entries() == before
         if hasattr(os, "memfd_create"):

@@ -13,16 +13,16 @@ from fastvec._kernels.barrier import barrier_nbytes
 from fastvec.pool.buffers import RESULT_FIELDS
 from fastvec.pool.process.protocol import RegionName
 from fastvec.pool.process.shared_infos import INFO_BYTES
-from fastvec.pool.process.shm import SegmentPlan, plan_block
+from fastvec.pool.process.shm import SegmentPlan, plan_regions
 from fastvec.spaces.layout import Layout
 
-__all__ = ["plan_shared_block"]
+__all__ = ["plan_segment"]
 
 
-def plan_shared_block(num_rows: int, num_blocks: int, obs_layout: Layout | None,
+def plan_segment(num_rows: int, num_blocks: int, obs_layout: Layout | None,
                       action_layout: Layout | None) -> SegmentPlan:
     """The regions of the shared segment: barrier, records, results, info areas."""
-    return plan_block([
+    return plan_regions([
         (RegionName.BARRIER, (barrier_nbytes(num_blocks),), "u1"),
         (RegionName.OBS, (num_rows, obs_layout.record_size if obs_layout else 0), "u1"),
         (RegionName.ACTIONS, (num_rows, action_layout.record_size if action_layout else 0), "u1"),
