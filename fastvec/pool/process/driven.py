@@ -12,9 +12,8 @@ batch, served by both kinds.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cached_property
 from typing import Any, Protocol
 
 import cloudpickle
@@ -35,26 +34,30 @@ class StepBatch:
     of them on demand, split once.
     """
 
-    __slots__ = ("__dict__", "actions", "bounds", "checker", "env_ids")
+    # Made on a step's path: plain slots, split on first use (functools.cached_property
+    # takes a lock on Python 3.11, a few microseconds a step).
+    __slots__ = ("_by_row", "_per_env", "actions", "bounds", "checker", "env_ids")
 
     def __init__(self, actions: Any, checker: ActionChecker, env_ids: np.ndarray | None,
                  bounds: Bounds) -> None:
         self.actions, self.checker, self.env_ids, self.bounds = actions, checker, env_ids, bounds
+        self._per_env: list | None = None
+        self._by_row: dict | None = None
 
-    @cached_property
+    @property
     def per_env(self) -> list:
-        return self.checker.split(self.actions)
-
-    @cached_property
-    def by_row(self) -> dict:
-        assert self.env_ids is not None
-        return dict(zip(self.env_ids.tolist(), self.per_env, strict=True))
+        """One action per row of the batch, split once."""
+        if self._per_env is None:
+            self._per_env = self.checker.split(self.actions)
+        return self._per_env
 
     def rows(self, b: int) -> list:
         """Block ``b``'s actions, one per row."""
         a, z = self.bounds[b]
         if self.env_ids is not None:
-            by_row = self.by_row
+            if self._by_row is None:
+                self._by_row = dict(zip(self.env_ids.tolist(), self.per_env, strict=True))
+            by_row = self._by_row
             return [by_row[i] for i in range(a, z)]
         if type(self.actions) is np.ndarray:
             return list(self.actions[a:z])
@@ -84,16 +87,19 @@ class ControlBatch:
     envs (games), as targets do.
     """
 
-    __slots__ = ("__dict__", "args_per_env", "bounds", "fn", "targets")
+    __slots__ = ("_fn_bytes", "args_per_env", "bounds", "fn", "targets")
 
     def __init__(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
                  bounds: Bounds) -> None:
         self.fn, self.targets, self.args_per_env, self.bounds = fn, targets, args_per_env, bounds
+        self._fn_bytes: bytes | None = None
 
-    @cached_property
+    @property
     def fn_bytes(self) -> bytes:
         """``fn`` pickled once, for every worker (the trainer's block calls it as it is)."""
-        return cloudpickle.dumps(self.fn)
+        if self._fn_bytes is None:
+            self._fn_bytes = cloudpickle.dumps(self.fn)
+        return self._fn_bytes
 
     def select(self, b: int) -> tuple[list[int], list[tuple] | None]:
         """Block ``b``'s targets, counted from its first env, and their arguments."""
@@ -139,10 +145,10 @@ class Driven(Protocol):
     def attach(self, b: int, shared: LaidOut, deadline: float) -> None:
         """Block ``b`` steps in the pool's laid-out buffers from now on."""
 
-    def post(self, blocks: list[int], command: Command, batch: Batch) -> None:
+    def post(self, blocks: Sequence[int], command: Command, batch: Batch) -> None:
         """Start ``command`` on ``blocks`` (some of this kind's)."""
 
-    def replies(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
+    def replies(self, blocks: Sequence[int], what: str, want: int) -> dict[int, Any]:
         """``want`` of ``blocks``' raw replies, earliest done first."""
 
     def receive(self, b: int, reply: Any) -> Entries:

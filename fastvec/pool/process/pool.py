@@ -93,7 +93,8 @@ class ProcessPool(Pool):
         except BaseException:
             self.close()
             raise
-        self._every_block = [(kind, kind.blocks) for kind in self._kinds]
+        self._every_block: list[tuple[Driven, Sequence[int]]] = [
+            (kind, kind.blocks) for kind in self._kinds]
 
     @property
     def pids(self) -> list[int | None]:
@@ -160,13 +161,17 @@ class ProcessPool(Pool):
 
     # -- commands --------------------------------------------------------------------
 
-    def _involved(self, blocks: Sequence[int]) -> list[tuple[Driven, list[int]]]:
-        """Each kind of block with its blocks among ``blocks``."""
+    def _involved(self, blocks: Sequence[int]) -> list[tuple[Driven, Sequence[int]]]:
+        """Each kind of block with its blocks among ``blocks`` (ascending, as every
+        caller of a pool gives them: block 0 first when it is among them).
+        """
         if len(blocks) == self.num_blocks:  # every block: the common case
             return self._every_block
-        kind_of = self._kind_of
-        return [(kind, mine) for kind in self._kinds
-                if (mine := [b for b in blocks if kind_of[b] is kind])]
+        if self.trainer is None or blocks[0]:  # the workers' only
+            return [(self.remote, blocks)]
+        if len(blocks) == 1:
+            return [(self.trainer, blocks)]
+        return [(self.trainer, blocks[:1]), (self.remote, blocks[1:])]
 
     def _post(self, blocks: Sequence[int], command: Command, batch: Batch) -> None:
         for kind, mine in self._involved(blocks):
@@ -174,7 +179,11 @@ class ProcessPool(Pool):
 
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
-        self._post(blocks, Command.STEP, StepBatch(actions, checker, env_ids, self.bounds))
+        batch = StepBatch(actions, checker, env_ids, self.bounds)
+        # _post written out: the step's path, where each call shows
+        for kind, mine in (self._every_block if len(blocks) == self.num_blocks
+                           else self._involved(blocks)):
+            kind.post(mine, Command.STEP, batch)
 
     def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
                    mask: np.ndarray | None) -> None:
@@ -195,32 +204,37 @@ class ProcessPool(Pool):
     # -- collecting ------------------------------------------------------------------
 
     def _wait(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
-        involved = self._involved(blocks)
         if want < len(blocks):
-            involved = self._first_done(involved, blocks, want)
+            involved = self._first_done(blocks, want)
+        elif len(blocks) == self.num_blocks:
+            involved = self._every_block
+        else:
+            involved = self._involved(blocks)
         replies: dict[int, Any] = {}
         for kind, mine in involved:
             if want > len(replies):
                 replies.update(kind.replies(mine, what, want - len(replies)))
         return replies
 
-    def _first_done(self, involved: list[tuple[Driven, list[int]]], blocks: list[int],
-                    want: int) -> list[tuple[Driven, list[int]]]:
+    def _first_done(self, blocks: list[int], want: int) -> list[tuple[Driven, Sequence[int]]]:
         """An async batch: the blocks to wait for, the trainer's in its turn."""
-        trainer = self.trainer if self.trainer is not None and 0 in blocks else None
-        remote = [b for b in blocks if b >= self.first_remote]
+        trainer = self.trainer if self.trainer is not None and not blocks[0] else None
+        remote = blocks if trainer is None else blocks[1:]
         if trainer is not None or len(blocks) >= want + 2:  # this process would never wait
             self.workers.let_run(remote)
         if trainer is None:
-            return involved
+            return [(self.remote, remote)]
         if trainer.ticket is None:  # ready from the first wait after its post
             trainer.ticket = self.workers.barrier.take_ticket()
         chosen = self.workers.first_done(remote, trainer.ticket, want)
-        return involved if 0 in chosen else [(self.remote, chosen)]
+        if 0 not in chosen:
+            return [(self.remote, chosen)]
+        return [(trainer, blocks[:1]), (self.remote, remote)] if remote else \
+            [(trainer, blocks[:1])]
 
     def _receive(self, b: int, reply: Any) -> Entries:
         """The info entries of a step or reset reply (object observations stored)."""
-        return self._kind_of[b].receive(b, reply)
+        return [] if reply is None else self._kind_of[b].receive(b, reply)
 
     def batch_infos(self, entries: Entries, num_rows: int,
                     position: dict[int, int] | None = None) -> dict:

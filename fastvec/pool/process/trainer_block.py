@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from fastvec.errors import EnvFnError, ObservationError, WorkerError
 from fastvec.pool.about import About, describe
 from fastvec.pool.base import Entries, Pool
@@ -73,23 +75,27 @@ class TrainerBlock:
 
     def attach(self, b: int, shared: LaidOut, deadline: float) -> None:
         self.shared = shared
+        self.raw_only = shared.infos.raw_only  # set: infos are sent raw, not batched
         self.block = LocalBlock(self.envs, 0, shared.buffers, shared.stepping.mode,
                                 shared.stepping.frame_stack)
 
     # -- commands ------------------------------------------------------------------------
 
-    def post(self, blocks: list[int], command: Command, batch: Batch) -> None:
+    def post(self, blocks: Sequence[int], command: Command, batch: Batch) -> None:
         assert self.block is not None
         self.ticket = None
         if type(batch) is StepBatch:
-            self.block.post_step(batch.rows(0))
+            actions = batch.actions  # a whole batch's array: the rows of block 0 at once
+            self.block.post_step(list(actions[:self.block.stop])
+                                 if batch.env_ids is None and type(actions) is np.ndarray
+                                 else batch.rows(0))
         elif type(batch) is ResetBatch:
             self.block.post_reset(*batch.message(0))
         else:
             assert type(batch) is ControlBatch
             self.control_call = batch
 
-    def replies(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
+    def replies(self, blocks: Sequence[int], what: str, want: int) -> dict[int, Any]:
         """Block 0's command, run; its infos batched already where they batch exactly
         (while the workers still step, rather than after them).
         """
@@ -107,7 +113,7 @@ class TrainerBlock:
             return {0: exc}
         except Exception as exc:
             return {0: local_error(exc, self.block.current, what, self.pool.unit_name)}
-        if entries and not self.shared.infos.raw_only[0]:
+        if entries and not self.raw_only[0]:
             infos = BlockInfos.local(entries, self.block.stop)
             if infos is not None:
                 return {0: [(0, infos)]}

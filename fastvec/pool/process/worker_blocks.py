@@ -10,6 +10,7 @@ the error it stands for, a reply's observation objects and info layout are taken
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -79,7 +80,7 @@ class WorkerBlocks:
 
     # -- commands ------------------------------------------------------------------------
 
-    def post(self, blocks: list[int], command: Command, batch: Batch) -> None:
+    def post(self, blocks: Sequence[int], command: Command, batch: Batch) -> None:
         views = self.action_views
         if type(batch) is StepBatch and views is not None:  # actions through shared records
             if type(views) is np.ndarray and batch.env_ids is None:
@@ -90,7 +91,7 @@ class WorkerBlocks:
             self.workers.send(blocks, [batch.message(b) for b in blocks])
         self.workers.post(blocks, command)
 
-    def replies(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
+    def replies(self, blocks: Sequence[int], what: str, want: int) -> dict[int, Any]:
         """``Workers.wait``: anything that interrupts it (a timeout, a worker that died
         and is not to be restarted, Ctrl-C) leaves the pool unusable, since replies may
         be left unread.
