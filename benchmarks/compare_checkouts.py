@@ -4,7 +4,9 @@ For a refactor that must not slow anything down: each round runs
 ``python -m fastvec.bench`` once from the base checkout and once from the head
 checkout (order alternating), every system in a fresh process as the bench does,
 with one CPU calibration shared by both; the table gives, per workload and
-system, the median over rounds of head/base env-steps per second, and its range.
+system, the median over rounds of head/base env-steps per second, its range, and
+how steady head is between fresh processes (second-highest over second-lowest of
+its rounds, with 4 rounds or more).
 
     python benchmarks/compare_checkouts.py --base ../fastvec-old --head . --rounds 5 \\
         --workloads cartpole,atari,dict,info,heavy,jitter \\
@@ -32,6 +34,14 @@ def run_bench(checkout: Path, bench_args: list[str], out: Path, env: dict[str, s
     data = json.loads(out.read_text())
     return {(r["workload"], r["system"]): r["median"] for r in data["results"]
             if r.get("median")}
+
+
+def steadiness(rates: list[float]) -> str:
+    """Second-highest over second-lowest of one checkout's fresh runs (4 or more)."""
+    if len(rates) < 4:
+        return "-"
+    ranked = sorted(rates)
+    return f"{ranked[-2] / ranked[1]:.3f}"
 
 
 def main() -> int:
@@ -70,13 +80,13 @@ def main() -> int:
                     per["head"].append(head_rate)
             print(f"round {r + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     print("| workload | system | base env-steps/s | head env-steps/s | head/base (median) "
-          "| range |")
-    print("|---|---|---:|---:|---:|---|")
+          "| range | head 2nd-hi/2nd-lo |")
+    print("|---|---|---:|---:|---:|---|---:|")
     for (workload, system), values in sorted(ratios.items()):
         per = rates[workload, system]
         print(f"| {workload} | {system} | {statistics.median(per['base']):,.0f} | "
               f"{statistics.median(per['head']):,.0f} | {statistics.median(values):.3f} | "
-              f"{min(values):.2f}-{max(values):.2f} |")
+              f"{min(values):.2f}-{max(values):.2f} | {steadiness(per['head'])} |")
     return 0
 
 

@@ -55,9 +55,12 @@ class StepBatch:
         """Block ``b``'s actions, one per row."""
         a, z = self.bounds[b]
         if self.env_ids is not None:
-            if self._by_row is None:
-                self._by_row = dict(zip(self.env_ids.tolist(), self.per_env, strict=True))
             by_row = self._by_row
+            if by_row is None:
+                ids = self.env_ids.tolist()
+                if len(ids) == z - a and ids == list(range(a, z)):  # this block, in order:
+                    return self.per_env  # as recv() gave it, the usual send()
+                by_row = self._by_row = dict(zip(ids, self.per_env, strict=True))
             return [by_row[i] for i in range(a, z)]
         if type(self.actions) is np.ndarray:
             return list(self.actions[a:z])

@@ -50,6 +50,8 @@ from fastvec.spaces.observation_mode import ObservationMode, observation_spaces,
 
 __all__ = ["ProcessPool"]
 
+STEP = Command.STEP  # looked up once, not on every step
+
 
 class ProcessPool(Pool):
     """Worker processes, one per block of ``bounds`` (env functions), and with ``local``
@@ -181,9 +183,14 @@ class ProcessPool(Pool):
                   env_ids: np.ndarray | None = None) -> None:
         batch = StepBatch(actions, checker, env_ids, self.bounds)
         # _post written out: the step's path, where each call shows
-        for kind, mine in (self._every_block if len(blocks) == self.num_blocks
-                           else self._involved(blocks)):
-            kind.post(mine, Command.STEP, batch)
+        if len(blocks) == self.num_blocks:
+            involved = self._every_block
+        elif self.trainer is None or blocks[0]:  # the workers' only (_involved's case)
+            involved = [(self.remote, blocks)]
+        else:
+            involved = self._involved(blocks)
+        for kind, mine in involved:
+            kind.post(mine, STEP, batch)
 
     def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
                    mask: np.ndarray | None) -> None:
@@ -204,33 +211,33 @@ class ProcessPool(Pool):
     # -- collecting ------------------------------------------------------------------
 
     def _wait(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
-        if want < len(blocks):
-            involved = self._first_done(blocks, want)
-        elif len(blocks) == self.num_blocks:
-            involved = self._every_block
-        else:
-            involved = self._involved(blocks)
-        replies: dict[int, Any] = {}
-        for kind, mine in involved:
-            if want > len(replies):
-                replies.update(kind.replies(mine, what, want - len(replies)))
-        return replies
-
-    def _first_done(self, blocks: list[int], want: int) -> list[tuple[Driven, Sequence[int]]]:
-        """An async batch: the blocks to wait for, the trainer's in its turn."""
-        trainer = self.trainer if self.trainer is not None and not blocks[0] else None
-        remote = blocks if trainer is None else blocks[1:]
-        if trainer is not None or len(blocks) >= want + 2:  # this process would never wait
+        trainer = self.trainer
+        if want == len(blocks):
+            involved = self._every_block if want == self.num_blocks else self._involved(blocks)
+        elif trainer is None or blocks[0]:  # an async batch of the workers' blocks
+            if len(blocks) >= want + 2:  # this process would never wait
+                self.workers.let_run(blocks)
+            involved = [(self.remote, blocks)]
+        else:  # the trainer's block is ready whenever this process runs it
+            remote = blocks[1:]
             self.workers.let_run(remote)
-        if trainer is None:
-            return [(self.remote, remote)]
-        if trainer.ticket is None:  # ready from the first wait after its post
-            trainer.ticket = self.workers.barrier.take_ticket()
-        chosen = self.workers.first_done(remote, trainer.ticket, want)
-        if 0 not in chosen:
-            return [(self.remote, chosen)]
-        return [(trainer, blocks[:1]), (self.remote, remote)] if remote else \
-            [(trainer, blocks[:1])]
+            if trainer.ticket is None:  # it takes its turn from the first wait after its post
+                trainer.ticket = self.workers.barrier.take_ticket()
+            chosen = self.workers.first_done(remote, trainer.ticket, want)
+            if 0 not in chosen:  # enough workers were done before it
+                return self.remote.replies(chosen, what, want)
+            ready = trainer.replies(blocks[:1], what, 1)
+            if want > 1:
+                ready.update(self.remote.replies(remote, what, want - 1))
+            return ready
+        replies: dict[int, Any] | None = None
+        for kind, mine in involved:  # the trainer's first: it runs while the workers step
+            if replies is None:
+                replies = kind.replies(mine, what, want)
+            elif want > len(replies):
+                replies.update(kind.replies(mine, what, want - len(replies)))
+        assert replies is not None
+        return replies
 
     def _receive(self, b: int, reply: Any) -> Entries:
         """The info entries of a step or reset reply (object observations stored)."""

@@ -99,22 +99,22 @@ class TrainerBlock:
         """Block 0's command, run; its infos batched already where they batch exactly
         (while the workers still step, rather than after them).
         """
-        assert self.block is not None and self.shared is not None
-        call, self.control_call = self.control_call, None
-        if call is not None:
+        block = self.block
+        assert block is not None
+        if self.control_call is not None:
+            call, self.control_call = self.control_call, None
             try:
-                return {0: ControlReply(self.block.control(call.fn, *call.select(0)))}
+                return {0: ControlReply(block.control(call.fn, *call.select(0)))}
             except Exception as exc:
-                return {0: local_error(exc, self.block.control_index, what,
-                                       self.pool.unit_name)}
+                return {0: local_error(exc, block.control_index, what, self.pool.unit_name)}
         try:
-            entries = self.block.run()
+            entries = block.run()
         except ObservationError as exc:
             return {0: exc}
         except Exception as exc:
-            return {0: local_error(exc, self.block.current, what, self.pool.unit_name)}
+            return {0: local_error(exc, block.current, what, self.pool.unit_name)}
         if entries and not self.raw_only[0]:
-            infos = BlockInfos.local(entries, self.block.stop)
+            infos = BlockInfos.local(entries, block.stop)
             if infos is not None:
                 return {0: [(0, infos)]}
         return {0: entries}
