@@ -95,6 +95,7 @@ class ProcessPool(Pool):
         except BaseException:
             self.close()
             raise
+        self._block_count = len(bounds)  # num_blocks, without a property on every step
         self._every_block: list[tuple[Driven, Sequence[int]]] = [
             (kind, kind.blocks) for kind in self._kinds]
 
@@ -183,7 +184,7 @@ class ProcessPool(Pool):
                   env_ids: np.ndarray | None = None) -> None:
         batch = StepBatch(actions, checker, env_ids, self.bounds)
         # _post written out: the step's path, where each call shows
-        if len(blocks) == self.num_blocks:
+        if len(blocks) == self._block_count:
             involved = self._every_block
         elif self.trainer is None or blocks[0]:  # the workers' only (_involved's case)
             involved = [(self.remote, blocks)]
@@ -213,7 +214,8 @@ class ProcessPool(Pool):
     def _wait(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
         trainer = self.trainer
         if want == len(blocks):
-            involved = self._every_block if want == self.num_blocks else self._involved(blocks)
+            involved = self._every_block if want == self._block_count else \
+                self._involved(blocks)
         elif trainer is None or blocks[0]:  # an async batch of the workers' blocks
             if len(blocks) >= want + 2:  # this process would never wait
                 self.workers.let_run(blocks)
