@@ -33,6 +33,8 @@ from fastvec.spaces.layout import copy_into
 
 __all__ = ["WorkerBlocks"]
 
+INFOS = Status.INFOS  # looked up once, not on every step
+
 
 class WorkerBlocks:
     """The blocks of ``workers`` (block ``b``'s env functions pickled in ``payloads[b]``).
@@ -106,9 +108,9 @@ class WorkerBlocks:
     def receive(self, b: int, reply: Any) -> Entries:
         if reply is None:
             return []
-        a, z = self.pool.bounds[b]
         assert self.shared is not None
-        if reply is Status.INFOS:
+        a, z = self.pool.bounds[b]
+        if reply is INFOS:  # the common reply of a step with infos: first, and short
             return [self.shared.infos.read(b, a, z - a)]
         assert isinstance(reply, BlockReply)
         if reply.notes:
