@@ -137,6 +137,7 @@ class TrainerBlock:
 
     def close(self, pending: list[int], timeout: float | None, terminate: bool) -> None:
         block, self.block, self.shared = self.block, None, None
+        self.__dict__.pop("raw_only", None)  # a view of the shared segment: let it unmap now
         if block is not None:
             block.close(terminate)
         elif self.envs and not terminate:  # built, never attached
