@@ -8,7 +8,7 @@ against ``async_reset`` / ``recv`` / ``send``) and ``"subproc-local"``
 process, up to 2 workers the rest; it needs at least 2 envs) and ``"ray"`` (``RayVecEnv``
 with one actor, on the one Ray the whole test run shares, bound to 127.0.0.1; skipped
 when Ray is not installed; several actors and their failures are
-``tests/pool/ray/test_ray_env.py``'s).  ``tests/conftest.py`` turns them
+``tests/pool/ray/test_ray_env.py``'s).  ``tests/support/suite.py`` turns them
 into the ``backend`` fixture and ``make_envs``; with ``--impl gymnasium`` the
 subprocess backends are Gymnasium's ``AsyncVectorEnv`` (async batches are skipped:
 Gymnasium has none).
