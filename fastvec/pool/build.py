@@ -107,7 +107,7 @@ def process_pool(env_fns: Sequence[Callable[[], Any]], mode: int, copy: bool,
 
 
 # -- the checks every pool builder makes (the process pool's here, the Ray pool's in
-# pool/ray/pool.py), each written once
+# pool/ray/build.py), each written once
 
 def check_env_fns(env_fns: Sequence[Any]) -> int:
     """How many env functions; ValueError if none."""

@@ -22,6 +22,7 @@ from fastvec.vector.async_batches import RemoteVecEnv, check_batch_size, check_p
 
 __all__ = ["RayVecEnv"]
 
+
 class RayVecEnv(RemoteVecEnv):
     """Runs envs in Ray actors, a contiguous block of envs per actor, one call per step.
 

@@ -12,8 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from fastvec.errors import EnvFnError, ObservationError, WorkerError
 from fastvec.pool.about import About, describe
 from fastvec.pool.base import Entries, Pool
@@ -85,10 +83,7 @@ class TrainerBlock:
         assert self.block is not None
         self.ticket = None
         if type(batch) is StepBatch:
-            actions = batch.actions  # a whole batch's array: the rows of block 0 at once
-            self.block.post_step(list(actions[:self.block.stop])
-                                 if batch.env_ids is None and type(actions) is np.ndarray
-                                 else batch.rows(0))
+            self.block.post_step(batch.rows(0))
         elif type(batch) is ResetBatch:
             self.block.post_reset(*batch.message(0))
         else:
