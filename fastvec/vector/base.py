@@ -283,10 +283,12 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         if self._mode_code == _DISABLED:
             refuse_ended(self._buffers.needs_reset, None, "reset(options={'reset_mask': mask}) "
                          "before stepping")
-        self._open_pool.post_step(self._all_blocks, checked, self._actions)
+        # The pool is open: the call guard let this call through.  Read without
+        # _open_pool here and in _finish_step, a property call each step.
+        self._pool.post_step(self._all_blocks, checked, self._actions)  # type: ignore[union-attr]
 
     def _finish_step(self) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        _, infos = self._open_pool.collect(self._all_blocks, "a step")
+        _, infos = self._pool.collect(self._all_blocks, "a step")  # type: ignore[union-attr]
         buffers = self._buffers
         if self._games:
             add_game_infos(infos, buffers, slice(None))

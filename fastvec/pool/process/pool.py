@@ -177,7 +177,9 @@ class ProcessPool(Pool):
         return [(self.trainer, blocks[:1]), (self.remote, blocks[1:])]
 
     def _post(self, blocks: Sequence[int], command: Command, batch: Batch) -> None:
-        for kind, mine in self._involved(blocks):
+        # The workers' blocks first, so that they start while this process posts (and
+        # later runs) its own.
+        for kind, mine in reversed(self._involved(blocks)):
             kind.post(mine, command, batch)
 
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
@@ -190,7 +192,7 @@ class ProcessPool(Pool):
             involved = [(self.remote, blocks)]
         else:
             involved = self._involved(blocks)
-        for kind, mine in involved:
+        for kind, mine in reversed(involved):  # the workers first, as in _post
             kind.post(mine, STEP, batch)
 
     def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
