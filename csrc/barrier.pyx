@@ -13,7 +13,7 @@ and return after at most ``timeout`` seconds so Python can check liveness and
 deadlines; the waiting itself (spin, then futex sleep) is in ``ipc_sync.c``.
 """
 
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 cimport numpy as cnp
 
@@ -25,6 +25,8 @@ cdef extern from "ipc_sync.h" nogil:
     ctypedef struct fv_spinner:
         int64_t spin_ns
         int64_t max_spin_ns
+        int32_t skip
+        int32_t backoff
     void fv_spinner_init(fv_spinner *s, int64_t max_spin_ns)
     int64_t fv_now_ns()
     void fv_store(uint32_t *word, uint32_t value)
@@ -107,6 +109,14 @@ cdef class Barrier:
         if worker < 0 or worker >= self.n_workers:
             raise IndexError(f"worker {worker} out of range [0, {self.n_workers})")
         return self.lines + worker * WORDS_PER_LINE + index
+
+    @property
+    def spin_state(self):
+        """This handle's waits: ``(spin_us, skip, backoff)``, the current spin budget, the
+        waits left that sleep at once, and the next such run after a lost yield (a yield
+        that let another process run; see ``ipc_sync.h``).  For tests and diagnosis.
+        """
+        return (self.spinner.spin_ns / 1000.0, self.spinner.skip, self.spinner.backoff)
 
     # -- parent side ----------------------------------------------------------------
 

@@ -25,11 +25,22 @@
 /* The longest single sleep; waits re-check their words at least this often. */
 #define FV_MAX_SLEEP_NS 5000000LL
 
+/* A yield that returns later than this ran another process on this core: the
+ * machine has more runnable processes than cores, where a spinner's yields hand
+ * out whole time slices (about a millisecond each) and a sleeper is woken at once. */
+#define FV_LOST_YIELD_NS 50000LL
+/* Waits that sleep at once after the first lost yield; doubled on each lost one
+ * after, up to the most, and halved by each spin whose yields came back at once. */
+#define FV_FIRST_BACKOFF 64
+#define FV_MAX_BACKOFF 4096
+
 #define AS_ATOMIC(p) ((_Atomic uint32_t *)(p))
 
 void fv_spinner_init(fv_spinner *s, int64_t max_spin_ns) {
     s->max_spin_ns = max_spin_ns > 0 ? max_spin_ns : 0;
     s->spin_ns = s->max_spin_ns / 4;
+    s->skip = 0;
+    s->backoff = 0;
 }
 
 int64_t fv_now_ns(void) {
@@ -79,21 +90,37 @@ static void sleep_on(uint32_t *bell, uint32_t rung, int64_t deadline_ns) {
     atomic_fetch_sub(AS_ATOMIC(bell + 1), 1u);
 }
 
+/* After a spin's yields: `lost` if one of them ran another process for long. */
+static void after_yields(fv_spinner *s, int lost) {
+    if (lost) {
+        int32_t next = s->backoff ? 2 * s->backoff : FV_FIRST_BACKOFF;
+        s->backoff = next < FV_MAX_BACKOFF ? next : FV_MAX_BACKOFF;
+        s->skip = s->backoff;
+    } else if (s->backoff) {
+        s->backoff /= 2;
+    }
+}
+
 /* Spin while `cond` is false, for at most the spinner's budget, yielding the
  * core to any runnable process every few dozen checks (so a spinning waiter
- * never starves the process it waits for on a small machine).  Evaluates to
- * whether `cond` came true. */
+ * never starves the process it waits for on a small machine).  A yield that
+ * comes back late ends the spin and skips spinning for a while (see
+ * fv_spinner).  Evaluates to whether `cond` came true. */
 #define SPIN_UNTIL(cond, s, start)                                                \
     ({                                                                            \
         int64_t spin_end_ = (start) + (s)->spin_ns;                               \
-        int iter_ = 0;                                                            \
-        while (!(cond) && (s)->spin_ns > 0) {                                     \
+        int iter_ = 0, lost_ = 0;                                                 \
+        if ((s)->skip > 0) (s)->skip--;                                           \
+        else while (!(cond) && (s)->spin_ns > 0) {                                \
             FV_CPU_RELAX();                                                       \
             if ((++iter_ & 63) == 0) {                                            \
-                if (fv_now_ns() >= spin_end_) break;                              \
+                int64_t now_ = fv_now_ns();                                       \
+                if (now_ >= spin_end_) break;                                     \
                 sched_yield();                                                    \
+                if (fv_now_ns() - now_ > FV_LOST_YIELD_NS) { lost_ = 1; break; }  \
             }                                                                     \
         }                                                                         \
+        if (iter_ >= 64) after_yields((s), lost_);                                \
         (cond);                                                                   \
     })
 

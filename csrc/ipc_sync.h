@@ -4,8 +4,8 @@
  * waits on (acquire).  Waiters do not sleep on the words themselves but on a
  * *bell*: two adjacent u32s, a ring counter and a count of sleepers.  Whoever
  * changes words rings the bell once afterwards; the futex wake syscall is made
- * only when somebody sleeps.  Waits spin briefly (adaptive, yielding the core),
- * then sleep, and return at a deadline so callers can come back to Python in
+ * only when somebody sleeps.  Waits spin briefly (adaptive, yielding the core;
+ * not at all for a while after a yield let another process run), then sleep, and return at a deadline so callers can come back to Python in
  * short slices.  No Python.h here.
  */
 #ifndef FV_IPC_SYNC_H
@@ -19,10 +19,14 @@ extern "C" {
 
 enum { FV_OK = 0, FV_TIMEOUT = 1 };
 
-/* Per-waiter spin budget, adapted from how waits have recently ended. */
+/* Per-waiter spin budget, adapted from how waits have recently ended.  A yield
+ * that gave the core away for long (another process was runnable on it) turns
+ * spinning off for the next `backoff` waits, doubling while it keeps happening. */
 typedef struct {
     int64_t spin_ns;      /* current budget */
     int64_t max_spin_ns;  /* 0 disables spinning */
+    int32_t skip;         /* waits left that sleep at once (the core is shared) */
+    int32_t backoff;      /* the next skip; 0 until a yield is lost */
 } fv_spinner;
 
 void fv_spinner_init(fv_spinner *s, int64_t max_spin_ns);

@@ -22,6 +22,8 @@ import os
 import random
 import signal
 import statistics
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -220,6 +222,51 @@ def test_wake_up_from_sleep_is_prompt():
         _reap([proc])
     median = statistics.median(durations)
     assert median < 0.002, f"median round trip from sleep {median * 1e3:.2f} ms"
+
+
+@pytest.mark.subprocess
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
+def test_a_yield_that_lets_another_process_run_turns_spinning_off():
+    """A spinning waiter yields its core every few dozen checks.  When another process
+    is runnable on that core, the yield hands it a whole time slice: the waiter must
+    notice (the yield came back late) and sleep on the futex for its next waits, where
+    the ring wakes it at once.  Here a busy process shares the one core this process
+    (and its worker thread) may use."""
+    cpu = min(os.sched_getaffinity(0))
+    busy = subprocess.Popen([sys.executable, "-c", (
+        f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.monotonic() + 20\n"
+        "while time.monotonic() < end: pass")])
+    allowed = os.sched_getaffinity(0)
+    shared = Shared(1)
+    stop = threading.Event()
+
+    def serve() -> None:
+        barrier = shared.barrier()
+        barrier.start_worker(0)
+        while not stop.is_set():
+            if barrier.wait_command(0, 0.05) is not None:
+                time.sleep(0.002)  # the waiter spins meanwhile
+                barrier.finish(0)
+
+    try:
+        os.sched_setaffinity(0, {cpu})  # this thread, and the worker thread it starts
+        time.sleep(0.05)  # the busy process is running
+        worker = threading.Thread(target=serve, daemon=True)
+        worker.start()
+        barrier = shared.barrier()  # spins up to 300 us per wait, yielding
+        assert barrier.spin_state == (75.0, 0, 0)
+        for _ in range(20):
+            barrier.post(0, 5)
+            assert barrier.wait([0], -1, ROUND_LIMIT) == 1
+            if barrier.spin_state[2]:
+                break
+        _, skip, backoff = barrier.spin_state
+        assert backoff >= 64 and 0 < skip <= backoff, barrier.spin_state
+    finally:
+        os.sched_setaffinity(0, allowed)
+        stop.set()
+        busy.kill()
+        busy.wait(5)
 
 
 # ---------------------------------------------------------------------------
