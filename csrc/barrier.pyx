@@ -50,6 +50,7 @@ cdef enum:
     STATUS = 3
     TICKET = 4           # order of completion, from the counter in the done bell's line
     TICKET_COUNTER = 2   # word index within the done bell's line
+    # (words 0-1 of a bell's line: ring count, sleepers; 4-5: the last ring's time)
 
 
 def barrier_nbytes(int n_workers):

@@ -25,16 +25,19 @@
 /* The longest single sleep; waits re-check their words at least this often. */
 #define FV_MAX_SLEEP_NS 5000000LL
 
-/* A yield that returns later than this ran another process on this core: the
- * machine has more runnable processes than cores, where a spinner's yields hand
- * out whole time slices (about a millisecond each) and a sleeper is woken at once. */
+/* A yield that returns this long after the ring it waited for (the condition
+ * came true meanwhile) let another process hold this core: the machine has more
+ * runnable processes than cores, where a spinner's yields hand out whole time
+ * slices and a sleeper is woken by the ring at once.  A yield that ran the
+ * process being waited for comes back just after its ring. */
 #define FV_LOST_YIELD_NS 50000LL
 /* Waits that sleep at once after the first lost yield; doubled on each lost one
- * after, up to the most, and halved by each spin whose yields came back at once. */
+ * after, up to the most, and halved by each spin whose yields were not lost. */
 #define FV_FIRST_BACKOFF 64
 #define FV_MAX_BACKOFF 4096
 
 #define AS_ATOMIC(p) ((_Atomic uint32_t *)(p))
+#define RING_TIME(bell) ((_Atomic int64_t *)((bell) + 4))
 
 void fv_spinner_init(fv_spinner *s, int64_t max_spin_ns) {
     s->max_spin_ns = max_spin_ns > 0 ? max_spin_ns : 0;
@@ -64,6 +67,7 @@ uint32_t fv_fetch_add(uint32_t *word, uint32_t delta) {
 void fv_ring(uint32_t *bell) {
     /* Both operations are sequentially consistent: a sleeper either sees the new
      * ring count (and does not sleep) or is counted in bell[1] (and is woken). */
+    atomic_store_explicit(RING_TIME(bell), fv_now_ns(), memory_order_relaxed);
     atomic_fetch_add(AS_ATOMIC(bell), 1u);
     if (atomic_load(AS_ATOMIC(bell + 1)) == 0) return;
 #ifdef __linux__
@@ -90,7 +94,7 @@ static void sleep_on(uint32_t *bell, uint32_t rung, int64_t deadline_ns) {
     atomic_fetch_sub(AS_ATOMIC(bell + 1), 1u);
 }
 
-/* After a spin's yields: `lost` if one of them ran another process for long. */
+/* After a spin's yields: `lost` if one of them let another process hold the core. */
 static void after_yields(fv_spinner *s, int lost) {
     if (lost) {
         int32_t next = s->backoff ? 2 * s->backoff : FV_FIRST_BACKOFF;
@@ -103,10 +107,10 @@ static void after_yields(fv_spinner *s, int lost) {
 
 /* Spin while `cond` is false, for at most the spinner's budget, yielding the
  * core to any runnable process every few dozen checks (so a spinning waiter
- * never starves the process it waits for on a small machine).  A yield that
- * comes back late ends the spin and skips spinning for a while (see
- * fv_spinner).  Evaluates to whether `cond` came true. */
-#define SPIN_UNTIL(cond, s, start)                                                \
+ * never starves the process it waits for on a small machine).  A yield after
+ * which `cond` holds, long after `bell` last rang, ends the spin and skips
+ * spinning for a while (see fv_spinner).  Evaluates to whether `cond` came true. */
+#define SPIN_UNTIL(cond, s, start, bell)                                          \
     ({                                                                            \
         int64_t spin_end_ = (start) + (s)->spin_ns;                               \
         int iter_ = 0, lost_ = 0;                                                 \
@@ -117,7 +121,14 @@ static void after_yields(fv_spinner *s, int lost) {
                 int64_t now_ = fv_now_ns();                                       \
                 if (now_ >= spin_end_) break;                                     \
                 sched_yield();                                                    \
-                if (fv_now_ns() - now_ > FV_LOST_YIELD_NS) { lost_ = 1; break; }  \
+                int64_t back_ = fv_now_ns();                                      \
+                if (back_ - now_ > FV_LOST_YIELD_NS && (cond) &&                  \
+                    back_ - atomic_load_explicit(RING_TIME(bell),                 \
+                                                 memory_order_relaxed)            \
+                        > FV_LOST_YIELD_NS) {                                     \
+                    lost_ = 1;                                                    \
+                    break;                                                        \
+                }                                                                 \
             }                                                                     \
         }                                                                         \
         if (iter_ >= 64) after_yields((s), lost_);                                \
@@ -139,7 +150,7 @@ static void adapt(fv_spinner *s, int64_t waited_ns, int reached) {
 int fv_wait_change(const uint32_t *word, uint32_t old, uint32_t *bell, int64_t deadline_ns,
                    fv_spinner *s) {
     int64_t start = fv_now_ns();
-    if (SPIN_UNTIL(fv_load(word) != old, s, start)) return FV_OK;
+    if (SPIN_UNTIL(fv_load(word) != old, s, start, bell)) return FV_OK;
     for (;;) {
         /* Read the bell before the word: a ring after this read changes the bell,
          * so the sleep below returns at once and no wake-up is lost. */
@@ -166,7 +177,8 @@ int fv_wait_count(const uint32_t *words, int n, int stride_words, const uint32_t
                   const uint8_t *active, int want, uint32_t *bell, int64_t deadline_ns,
                   fv_spinner *s) {
     int64_t start = fv_now_ns();
-    if (SPIN_UNTIL(count_ready(words, n, stride_words, expected, active) >= want, s, start))
+    if (SPIN_UNTIL(count_ready(words, n, stride_words, expected, active) >= want, s, start,
+                   bell))
         return count_ready(words, n, stride_words, expected, active);
     for (;;) {
         uint32_t rung = atomic_load(AS_ATOMIC(bell));

@@ -2,7 +2,9 @@
  *
  * A sequence word is a 32-bit counter one side stores (release) and the other
  * waits on (acquire).  Waiters do not sleep on the words themselves but on a
- * *bell*: two adjacent u32s, a ring counter and a count of sleepers.  Whoever
+ * *bell*: a ring counter and a count of sleepers (u32s), and at word 4 the
+ * monotonic time of the last ring (an i64; a bell takes 64-byte-aligned memory
+ * and words 0, 1, 4 and 5 of it).  Whoever
  * changes words rings the bell once afterwards; the futex wake syscall is made
  * only when somebody sleeps.  Waits spin briefly (adaptive, yielding the core;
  * not at all for a while after a yield let another process run), then sleep, and return at a deadline so callers can come back to Python in
@@ -20,8 +22,9 @@ extern "C" {
 enum { FV_OK = 0, FV_TIMEOUT = 1 };
 
 /* Per-waiter spin budget, adapted from how waits have recently ended.  A yield
- * that gave the core away for long (another process was runnable on it) turns
- * spinning off for the next `backoff` waits, doubling while it keeps happening. */
+ * that came back long after the ring it waited for (another process held the
+ * core meanwhile) turns spinning off for the next `backoff` waits, doubling
+ * while it keeps happening. */
 typedef struct {
     int64_t spin_ns;      /* current budget */
     int64_t max_spin_ns;  /* 0 disables spinning */
@@ -41,7 +44,8 @@ uint32_t fv_load(const uint32_t *word);
 /* Atomically add `delta` to `word`; returns the previous value. */
 uint32_t fv_fetch_add(uint32_t *word, uint32_t delta);
 
-/* Ring `bell` (bell[0] counts rings, bell[1] counts sleepers): wake the sleepers. */
+/* Ring `bell` (bell[0] counts rings, bell[1] counts sleepers; the time goes in
+ * words 4-5): wake the sleepers. */
 void fv_ring(uint32_t *bell);
 
 /* Wait until *word != old, sleeping on `bell`, or until the monotonic

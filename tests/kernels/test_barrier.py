@@ -225,34 +225,40 @@ def test_wake_up_from_sleep_is_prompt():
 
 
 @pytest.mark.subprocess
-@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="needs sched_setaffinity")
-def test_a_yield_that_lets_another_process_run_turns_spinning_off():
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+                    reason="needs sched_setaffinity and two CPUs")
+@pytest.mark.parametrize("sharing", ["a busy process", "the worker"])
+def test_a_yield_that_lets_another_process_run_turns_spinning_off(sharing):
     """A spinning waiter yields its core every few dozen checks.  When another process
-    is runnable on that core, the yield hands it a whole time slice: the waiter must
-    notice (the yield came back late) and sleep on the futex for its next waits, where
-    the ring wakes it at once.  Here a busy process shares the one core this process
-    (and its worker thread) may use."""
-    cpu = min(os.sched_getaffinity(0))
+    is runnable on that core, the yield hands it a time slice and the waiter comes
+    back long after the ring it waited for: it must then sleep on the futex for its
+    next waits, where the ring wakes it at once.  When the yield runs the worker it
+    waits for, it comes back just after that worker's ring, and keeps spinning.
+    Here the waiter may use one core, shared with ``sharing``."""
+    allowed = os.sched_getaffinity(0)
+    cpu = min(allowed)
     busy = subprocess.Popen([sys.executable, "-c", (
         f"import os, time\nos.sched_setaffinity(0, {{{cpu}}})\nend = time.monotonic() + 20\n"
-        "while time.monotonic() < end: pass")])
-    allowed = os.sched_getaffinity(0)
+        "while time.monotonic() < end: pass")]) if sharing == "a busy process" else None
     shared = Shared(1)
     stop = threading.Event()
 
-    def serve() -> None:
+    def serve() -> None:  # on the other cores, or on the waiter's
+        os.sched_setaffinity(0, {cpu} if busy is None else allowed - {cpu})  # this thread
         barrier = shared.barrier()
         barrier.start_worker(0)
         while not stop.is_set():
             if barrier.wait_command(0, 0.05) is not None:
-                time.sleep(0.002)  # the waiter spins meanwhile
+                end = time.perf_counter() + 0.0002  # the waiter spins meanwhile
+                while time.perf_counter() < end:
+                    pass
                 barrier.finish(0)
 
+    worker = threading.Thread(target=serve, daemon=True)
+    worker.start()
     try:
-        os.sched_setaffinity(0, {cpu})  # this thread, and the worker thread it starts
+        os.sched_setaffinity(0, {cpu})  # this thread
         time.sleep(0.05)  # the busy process is running
-        worker = threading.Thread(target=serve, daemon=True)
-        worker.start()
         barrier = shared.barrier()  # spins up to 300 us per wait, yielding
         assert barrier.spin_state == (75.0, 0, 0)
         for _ in range(20):
@@ -261,12 +267,17 @@ def test_a_yield_that_lets_another_process_run_turns_spinning_off():
             if barrier.spin_state[2]:
                 break
         _, skip, backoff = barrier.spin_state
-        assert backoff >= 64 and 0 < skip <= backoff, barrier.spin_state
+        if busy is not None:
+            assert backoff >= 64 and 0 < skip <= backoff, barrier.spin_state
+        else:
+            assert (skip, backoff) == (0, 0), barrier.spin_state
     finally:
         os.sched_setaffinity(0, allowed)
         stop.set()
-        busy.kill()
-        busy.wait(5)
+        worker.join(5)
+        if busy is not None:
+            busy.kill()
+            busy.wait(5)
 
 
 # ---------------------------------------------------------------------------
