@@ -107,10 +107,14 @@ static void after_yields(fv_spinner *s, int lost) {
 
 /* Spin while `cond` is false, for at most the spinner's budget, yielding the
  * core to any runnable process every few dozen checks (so a spinning waiter
- * never starves the process it waits for on a small machine).  A yield after
- * which `cond` holds, long after `bell` last rang, ends the spin and skips
- * spinning for a while (see fv_spinner).  Evaluates to whether `cond` came true. */
-#define SPIN_UNTIL(cond, s, start, bell)                                          \
+ * never starves the process it waits for on a small machine).  With
+ * `watch_lost` (the parent's waits for its workers), a yield after which `cond`
+ * holds, long after `bell` last rang, ends the spin and skips spinning for a
+ * while (see fv_spinner).  A worker's wait for a command does not watch: with
+ * more workers than cores its yields run the pool's other workers, whose steps
+ * outlast the ring of the command, and its spin is what hands the core on.
+ * Evaluates to whether `cond` came true. */
+#define SPIN_UNTIL(cond, s, start, bell, watch_lost)                              \
     ({                                                                            \
         int64_t spin_end_ = (start) + (s)->spin_ns;                               \
         int iter_ = 0, lost_ = 0;                                                 \
@@ -122,7 +126,7 @@ static void after_yields(fv_spinner *s, int lost) {
                 if (now_ >= spin_end_) break;                                     \
                 sched_yield();                                                    \
                 int64_t back_ = fv_now_ns();                                      \
-                if (back_ - now_ > FV_LOST_YIELD_NS && (cond) &&                  \
+                if ((watch_lost) && back_ - now_ > FV_LOST_YIELD_NS && (cond) &&   \
                     back_ - atomic_load_explicit(RING_TIME(bell),                 \
                                                  memory_order_relaxed)            \
                         > FV_LOST_YIELD_NS) {                                     \
@@ -150,7 +154,7 @@ static void adapt(fv_spinner *s, int64_t waited_ns, int reached) {
 int fv_wait_change(const uint32_t *word, uint32_t old, uint32_t *bell, int64_t deadline_ns,
                    fv_spinner *s) {
     int64_t start = fv_now_ns();
-    if (SPIN_UNTIL(fv_load(word) != old, s, start, bell)) return FV_OK;
+    if (SPIN_UNTIL(fv_load(word) != old, s, start, bell, 0)) return FV_OK;
     for (;;) {
         /* Read the bell before the word: a ring after this read changes the bell,
          * so the sleep below returns at once and no wake-up is lost. */
@@ -178,7 +182,7 @@ int fv_wait_count(const uint32_t *words, int n, int stride_words, const uint32_t
                   fv_spinner *s) {
     int64_t start = fv_now_ns();
     if (SPIN_UNTIL(count_ready(words, n, stride_words, expected, active) >= want, s, start,
-                   bell))
+                   bell, 1))
         return count_ready(words, n, stride_words, expected, active);
     for (;;) {
         uint32_t rung = atomic_load(AS_ATOMIC(bell));

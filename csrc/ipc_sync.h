@@ -7,7 +7,8 @@
  * and words 0, 1, 4 and 5 of it).  Whoever
  * changes words rings the bell once afterwards; the futex wake syscall is made
  * only when somebody sleeps.  Waits spin briefly (adaptive, yielding the core;
- * not at all for a while after a yield let another process run), then sleep, and return at a deadline so callers can come back to Python in
+ * the parent not at all for a while after a yield let another process run),
+ * then sleep, and return at a deadline so callers can come back to Python in
  * short slices.  No Python.h here.
  */
 #ifndef FV_IPC_SYNC_H
@@ -21,10 +22,10 @@ extern "C" {
 
 enum { FV_OK = 0, FV_TIMEOUT = 1 };
 
-/* Per-waiter spin budget, adapted from how waits have recently ended.  A yield
- * that came back long after the ring it waited for (another process held the
- * core meanwhile) turns spinning off for the next `backoff` waits, doubling
- * while it keeps happening. */
+/* Per-waiter spin budget, adapted from how waits have recently ended.  In the
+ * parent's waits for its workers, a yield that came back long after the ring it
+ * waited for (another process held the core meanwhile) turns spinning off for
+ * the next `backoff` waits, doubling while it keeps happening. */
 typedef struct {
     int64_t spin_ns;      /* current budget */
     int64_t max_spin_ns;  /* 0 disables spinning */
