@@ -20,7 +20,7 @@ __all__ = ["plan_segment"]
 
 
 def plan_segment(num_rows: int, num_blocks: int, obs_layout: Layout | None,
-                      action_layout: Layout | None) -> SegmentPlan:
+                 action_layout: Layout | None) -> SegmentPlan:
     """The regions of the shared segment: barrier, records, results, info areas."""
     return plan_regions([
         (RegionName.BARRIER, (barrier_nbytes(num_blocks),), "u1"),
