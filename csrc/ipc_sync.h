@@ -4,9 +4,8 @@
  * waits on (acquire).  Waiters do not sleep on the words themselves but on a
  * *bell*: a ring counter and a count of sleepers (u32s), and at word 4 the
  * monotonic time of the last ring (an i64; a bell takes 64-byte-aligned memory
- * and words 0, 1, 4 and 5 of it).  Whoever
- * changes words rings the bell once afterwards; the futex wake syscall is made
- * only when somebody sleeps.  Waits spin briefly (adaptive, yielding the core;
+ * and words 0, 1, 4 and 5 of it).  Whoever changes words rings the bell once
+ * afterwards; the futex wake syscall is made only when somebody sleeps.  Waits spin briefly (adaptive, yielding the core;
  * the parent not at all for a while after a yield let another process run),
  * then sleep, and return at a deadline so callers can come back to Python in
  * short slices.  No Python.h here.
