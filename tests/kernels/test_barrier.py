@@ -259,18 +259,24 @@ def test_a_yield_that_lets_another_process_run_turns_spinning_off(sharing):
     try:
         os.sched_setaffinity(0, {cpu})  # this thread
         time.sleep(0.05)  # the busy process is running
-        barrier = shared.barrier()  # spins up to 300 us per wait, yielding
-        assert barrier.spin_state == (75.0, 0, 0)
-        for _ in range(20):
-            barrier.post(0, 5)
-            assert barrier.wait([0], -1, ROUND_LIMIT) == 1
-            if barrier.spin_state[2]:
+        states = []
+        for _ in range(3):  # without the busy process, anything else on the machine
+            # could steal the core once: one clean try of three is enough
+            barrier = shared.barrier()  # spins up to 300 us per wait, yielding
+            assert barrier.spin_state == (75.0, 0, 0)
+            for _ in range(20):
+                barrier.post(0, 5)
+                assert barrier.wait([0], -1, ROUND_LIMIT) == 1
+                if barrier.spin_state[2]:
+                    break
+            states.append(barrier.spin_state)
+            if busy is not None or states[-1][1:] == (0, 0):
                 break
-        _, skip, backoff = barrier.spin_state
+        _, skip, backoff = states[-1]
         if busy is not None:
-            assert backoff >= 64 and 0 < skip <= backoff, barrier.spin_state
+            assert backoff >= 64 and 0 < skip <= backoff, states
         else:
-            assert (skip, backoff) == (0, 0), barrier.spin_state
+            assert (skip, backoff) == (0, 0), states
     finally:
         os.sched_setaffinity(0, allowed)
         stop.set()
