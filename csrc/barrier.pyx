@@ -33,6 +33,7 @@ cdef extern from "ipc_sync.h" nogil:
     uint32_t fv_load(const uint32_t *word)
     uint32_t fv_fetch_add(uint32_t *word, uint32_t delta)
     void fv_ring(uint32_t *bell)
+    void fv_stamp_bell(uint32_t *bell)
     int fv_wait_change(const uint32_t *word, uint32_t old, uint32_t *bell,
                        int64_t deadline_ns, fv_spinner *s)
     int fv_wait_count(const uint32_t *words, int n, int stride_words, const uint32_t *expected,
@@ -50,7 +51,8 @@ cdef enum:
     STATUS = 3
     TICKET = 4           # order of completion, from the counter in the done bell's line
     TICKET_COUNTER = 2   # word index within the done bell's line
-    # (words 0-1 of a bell's line: ring count, sleepers; 4-5: the last ring's time)
+    # (words 0-1 of a bell's line: ring count, sleepers; 4-5 of the done bell's:
+    # when the last worker to finish was done)
 
 
 def barrier_nbytes(int n_workers):
@@ -208,6 +210,7 @@ cdef class Barrier:
 
     def finish(self, int worker, uint32_t status=0):
         """Report the current command of ``worker`` done with ``status``; ring the bell."""
+        fv_stamp_bell(self.done_bell)  # when it was done, for the parent's lost yields
         fv_store(self.word(worker, TICKET), fv_fetch_add(self.done_bell + TICKET_COUNTER, 1))
         fv_store(self.word(worker, STATUS), status)
         fv_store(self.word(worker, DONE_SEQ), self.last_seen)

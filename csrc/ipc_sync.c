@@ -25,11 +25,11 @@
 /* The longest single sleep; waits re-check their words at least this often. */
 #define FV_MAX_SLEEP_NS 5000000LL
 
-/* A yield that returns this long after the ring it waited for (the condition
- * came true meanwhile) let another process hold this core: the machine has more
+/* A yield that returns this long after the words it waited for came (the time
+ * fv_stamp_bell wrote) let another process hold this core: the machine has more
  * runnable processes than cores, where a spinner's yields hand out whole time
  * slices and a sleeper is woken by the ring at once.  A yield that ran the
- * process being waited for comes back just after its ring. */
+ * process being waited for comes back just after that process was done. */
 #define FV_LOST_YIELD_NS 50000LL
 /* Waits that sleep at once after the first lost yield; doubled on each lost one
  * after, up to the most, and halved by each spin whose yields were not lost. */
@@ -37,7 +37,7 @@
 #define FV_MAX_BACKOFF 4096
 
 #define AS_ATOMIC(p) ((_Atomic uint32_t *)(p))
-#define RING_TIME(bell) ((_Atomic int64_t *)((bell) + 4))
+#define BELL_TIME(bell) ((_Atomic int64_t *)((bell) + 4))
 
 void fv_spinner_init(fv_spinner *s, int64_t max_spin_ns) {
     s->max_spin_ns = max_spin_ns > 0 ? max_spin_ns : 0;
@@ -64,10 +64,14 @@ uint32_t fv_fetch_add(uint32_t *word, uint32_t delta) {
     return atomic_fetch_add(AS_ATOMIC(word), delta);
 }
 
+void fv_stamp_bell(uint32_t *bell) {
+    /* Relaxed: the release store of the words that follow publishes it. */
+    atomic_store_explicit(BELL_TIME(bell), fv_now_ns(), memory_order_relaxed);
+}
+
 void fv_ring(uint32_t *bell) {
     /* Both operations are sequentially consistent: a sleeper either sees the new
      * ring count (and does not sleep) or is counted in bell[1] (and is woken). */
-    atomic_store_explicit(RING_TIME(bell), fv_now_ns(), memory_order_relaxed);
     atomic_fetch_add(AS_ATOMIC(bell), 1u);
     if (atomic_load(AS_ATOMIC(bell + 1)) == 0) return;
 #ifdef __linux__
@@ -109,10 +113,10 @@ static void after_yields(fv_spinner *s, int lost) {
  * core to any runnable process every few dozen checks (so a spinning waiter
  * never starves the process it waits for on a small machine).  With
  * `watch_lost` (the parent's waits for its workers), a yield after which `cond`
- * holds, long after `bell` last rang, ends the spin and skips spinning for a
+ * holds, long after `bell` was last stamped, ends the spin and skips spinning for a
  * while (see fv_spinner).  A worker's wait for a command does not watch: with
  * more workers than cores its yields run the pool's other workers, whose steps
- * outlast the ring of the command, and its spin is what hands the core on.
+ * outlast the post of the command, and its spin is what hands the core on.
  * Evaluates to whether `cond` came true. */
 #define SPIN_UNTIL(cond, s, start, bell, watch_lost)                              \
     ({                                                                            \
@@ -127,7 +131,7 @@ static void after_yields(fv_spinner *s, int lost) {
                 sched_yield();                                                    \
                 int64_t back_ = fv_now_ns();                                      \
                 if ((watch_lost) && back_ - now_ > FV_LOST_YIELD_NS && (cond) &&   \
-                    back_ - atomic_load_explicit(RING_TIME(bell),                 \
+                    back_ - atomic_load_explicit(BELL_TIME(bell),                 \
                                                  memory_order_relaxed)            \
                         > FV_LOST_YIELD_NS) {                                     \
                     lost_ = 1;                                                    \

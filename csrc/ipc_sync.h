@@ -2,9 +2,9 @@
  *
  * A sequence word is a 32-bit counter one side stores (release) and the other
  * waits on (acquire).  Waiters do not sleep on the words themselves but on a
- * *bell*: a ring counter and a count of sleepers (u32s), and at word 4 the
- * monotonic time of the last ring (an i64; a bell takes 64-byte-aligned memory
- * and words 0, 1, 4 and 5 of it).  Whoever changes words rings the bell once
+ * *bell*: a ring counter and a count of sleepers (u32s), and at word 4 a time
+ * stamped by fv_stamp_bell (an i64; a bell takes 64-byte-aligned memory and
+ * words 0, 1, 4 and 5 of it).  Whoever changes words rings the bell once
  * afterwards; the futex wake syscall is made only when somebody sleeps.  Waits spin briefly (adaptive, yielding the core;
  * the parent not at all for a while after a yield let another process run),
  * then sleep, and return at a deadline so callers can come back to Python in
@@ -22,8 +22,8 @@ extern "C" {
 enum { FV_OK = 0, FV_TIMEOUT = 1 };
 
 /* Per-waiter spin budget, adapted from how waits have recently ended.  In the
- * parent's waits for its workers, a yield that came back long after the ring it
- * waited for (another process held the core meanwhile) turns spinning off for
+ * parent's waits for its workers, a yield that came back long after the workers
+ * it waited for were done (another process held the core meanwhile) turns spinning off for
  * the next `backoff` waits, doubling while it keeps happening. */
 typedef struct {
     int64_t spin_ns;      /* current budget */
@@ -44,9 +44,12 @@ uint32_t fv_load(const uint32_t *word);
 /* Atomically add `delta` to `word`; returns the previous value. */
 uint32_t fv_fetch_add(uint32_t *word, uint32_t delta);
 
-/* Ring `bell` (bell[0] counts rings, bell[1] counts sleepers; the time goes in
- * words 4-5): wake the sleepers. */
+/* Ring `bell` (bell[0] counts rings, bell[1] counts sleepers): wake the sleepers. */
 void fv_ring(uint32_t *bell);
+
+/* Stamp the time in `bell`'s words 4-5, before storing the words its next ring
+ * announces (a waiter that sees them sees the time): how long ago they came. */
+void fv_stamp_bell(uint32_t *bell);
 
 /* Wait until *word != old, sleeping on `bell`, or until the monotonic
  * `deadline_ns` passes.  Returns FV_OK or FV_TIMEOUT. */

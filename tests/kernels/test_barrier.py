@@ -231,9 +231,10 @@ def test_wake_up_from_sleep_is_prompt():
 def test_a_yield_that_lets_another_process_run_turns_spinning_off(sharing):
     """A spinning waiter yields its core every few dozen checks.  When another process
     is runnable on that core, the yield hands it a time slice and the waiter comes
-    back long after the ring it waited for: it must then sleep on the futex for its
-    next waits, where the ring wakes it at once.  When the yield runs the worker it
-    waits for, it comes back just after that worker's ring, and keeps spinning.
+    back long after the worker it waited for was done: it must then sleep on the
+    futex for its next waits, where the ring wakes it at once.  When the yield runs
+    the worker it waits for, it comes back just after that worker was done, and keeps
+    spinning.
     Here the waiter may use one core, shared with ``sharing``."""
     allowed = os.sched_getaffinity(0)
     cpu = min(allowed)

@@ -277,13 +277,9 @@ def make_ref(vec_envs: VecEnvs) -> Callable[..., SyncVectorEnv]:
 def _sb3_logs_in_tmp(tmp_path_factory: pytest.TempPathFactory):
     """Stable-Baselines3 makes a log folder in the system's temp dir on each ``learn``
     (``SB3-<date>``), even when it only prints: send those into pytest's temp area."""
-    old = os.environ.get("SB3_LOGDIR")
-    os.environ["SB3_LOGDIR"] = str(tmp_path_factory.mktemp("sb3-logs"))
-    yield
-    if old is None:
-        os.environ.pop("SB3_LOGDIR", None)
-    else:
-        os.environ["SB3_LOGDIR"] = old
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3-logs")))
+        yield
 
 
 @pytest.fixture(autouse=True)
