@@ -19,7 +19,7 @@ cimport numpy as cnp
 
 from fastvec._kernels.flatten cimport FieldTable
 from fastvec._kernels.stacking cimport store_step
-from fastvec._kernels.stepping cimport NEXT_STEP, SAME_STEP, Stepper
+from fastvec._kernels.stepping cimport NEXT_STEP, SAME_STEP, Stepper, check_mask
 
 from fastvec.errors import WorkerError
 
@@ -116,11 +116,13 @@ cdef class GameStepper(Stepper):
         self._mark_active(base, self.games[g])
         return 0
 
-    def step(self, list actions):
+    def step(self, list actions, object mask=None):
         """Step every game once with its rows' actions; return the non-empty info entries.
 
         ``needs_reset`` of a game's rows is read (``NEXT_STEP``: reset the game instead
-        of stepping it) and then set to whether the game ended on this step.
+        of stepping it) and then set to whether the game ended on this step.  With
+        ``mask`` (bools, one per row) only the games whose first row it selects are
+        stepped; the others' rows are left as they are.
         """
         cdef Py_ssize_t g, s, i, base, found, n = len(self.envs) * self.seats
         cdef list entries = []
@@ -128,10 +130,13 @@ cdef class GameStepper(Stepper):
         cdef dict acting
         cdef list step_entries
         cdef bint over
+        cdef const cnp.npy_bool[::1] some = check_mask(mask, n)
         if len(actions) != n:
             raise ValueError(f"expected {n} actions, got {len(actions)}")
         for g in range(len(self.games)):
             base = g * self.seats
+            if some is not None and not some[base]:
+                continue
             self.current = base
             game = self.games[g]
             if self.mode == NEXT_STEP and self.needs_reset[base]:

@@ -61,6 +61,15 @@ cdef object checked_reset(object result, Py_ssize_t index):
         + f"); Gymnasium's reset() returns (obs, info) with info a dict; {OLD_API_HINT}")
 
 
+cdef const cnp.npy_bool[::1] check_mask(object mask, Py_ssize_t n):
+    """``mask`` (None, or a bool array of ``n`` rows) as a memoryview, or None."""
+    if mask is None:
+        return None
+    if len(mask) != n:
+        raise ValueError(f"expected a step mask of {n} rows, got {len(mask)}")
+    return np.ascontiguousarray(mask, dtype=np.bool_)
+
+
 cdef class Stepper:
     """What the step loops over a block share: its envs (or games), the buffers their
     rows go into, and the row being run.  ``EnvStepper`` and ``games.GameStepper``
@@ -168,19 +177,24 @@ cdef class EnvStepper(Stepper):
                                nbytes)
         return 0
 
-    def step(self, list actions):
+    def step(self, list actions, object mask=None):
         """Step every env once with ``actions[i]``; return the non-empty info entries.
 
         ``needs_reset[i]`` is read (``NEXT_STEP``: reset instead of step) and then
-        set to whether env ``i``'s episode ended on this step.
+        set to whether env ``i``'s episode ended on this step.  With ``mask`` (bools,
+        one per env) only the envs where it is true are stepped; the others, and
+        their rows, are left as they are (their actions are not read).
         """
         cdef Py_ssize_t i, n = len(self.envs)
         cdef list entries = []
         cdef object env, obs, reward, terminated, truncated, info, result
         cdef bint reset
+        cdef const cnp.npy_bool[::1] some = check_mask(mask, n)
         if len(actions) != n:
             raise ValueError(f"expected {n} actions, got {len(actions)}")
         for i in range(n):
+            if some is not None and not some[i]:
+                continue
             self.current = i
             env = self.envs[i]
             reset = self.mode == NEXT_STEP and self.needs_reset[i]

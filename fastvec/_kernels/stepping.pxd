@@ -26,3 +26,6 @@ cdef class Stepper:
                           cnp.npy_bool[::1] terminations, cnp.npy_bool[::1] truncations,
                           cnp.npy_bool[::1] needs_reset, Py_ssize_t first_index,
                           str counted) except -1
+
+
+cdef const cnp.npy_bool[::1] check_mask(object mask, Py_ssize_t n)

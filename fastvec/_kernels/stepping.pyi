@@ -58,7 +58,9 @@ class EnvStepper(Stepper):
     ) -> None: ...
     def stack_frames(self, plan: Any) -> None:
         """Keep each env's last frames in its record (``plan``: a ``StackPlan``)."""
-    def step(self, actions: list[Any]) -> list[_InfoEntry]: ...
+    def step(
+        self, actions: list[Any], mask: npt.NDArray[np.bool_] | Sequence[bool] | None = None
+    ) -> list[_InfoEntry]: ...
     def reset(
         self,
         seeds: list[int | None],

@@ -39,12 +39,26 @@ from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
 
 __all__ = ["CLOSE_GRACE_SECONDS", "SLICE_SECONDS", "STARTUP_SECONDS", "Entries", "Pool",
-           "split_blocks"]
+           "block_mask", "split_blocks"]
 
 SLICE_SECONDS = 0.02  # waits return this often to check liveness and deadlines
 STARTUP_SECONDS = 300.0  # building envs may be slow (asset loading), but not forever
 CLOSE_GRACE_SECONDS = 1.0  # for envs to close before their worker or actor is stopped
 Entries = list  # [(row, info dict), ...] in row order (a process pool's blocks: see its infos)
+
+
+def block_mask(env_ids: np.ndarray | None, start: int, stop: int) -> np.ndarray | None:
+    """Which rows ``start:stop`` of a block ``env_ids`` names (a bool array), or None when
+    it names every one of them (or ``env_ids`` is None: every row).
+    """
+    if env_ids is None:
+        return None
+    mine = env_ids[(env_ids >= start) & (env_ids < stop)]
+    if len(mine) == stop - start:
+        return None
+    mask = np.zeros(stop - start, dtype=np.bool_)
+    mask[mine - start] = True
+    return mask
 
 
 def split_blocks(num_envs: int, num_blocks: int) -> list[tuple[int, int]]:
@@ -101,7 +115,12 @@ class Pool(ABC):
     @abstractmethod
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
-        """Hand a checked action batch (for all rows, or for ``env_ids``) to ``blocks``."""
+        """Hand a checked action batch (for all rows, or for ``env_ids``) to ``blocks``.
+
+        ``env_ids`` (distinct rows, any order, the batch's order) may name some rows of
+        a block only: that block steps those rows and leaves the others as they are.
+        ``blocks`` are the blocks that hold them, ascending.
+        """
 
     @abstractmethod
     def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,

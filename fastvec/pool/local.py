@@ -17,7 +17,7 @@ import numpy as np
 from fastvec._kernels.games import GameStepper
 from fastvec._kernels.infos import batch_infos
 from fastvec._kernels.stepping import EnvStepper
-from fastvec.pool.base import Entries, Pool
+from fastvec.pool.base import Entries, Pool, block_mask
 from fastvec.pool.buffers import ENV_RESULTS, Buffers, rows_of
 from fastvec.pool.games import adapt, is_game, unit_spaces, zero_observation
 from fastvec.spaces.actions import ActionChecker
@@ -60,7 +60,7 @@ class LocalBlock:
         self.block, self.objects = make_stepper(envs, start, buffers, mode, frame_stack)
         self.stop = start + rows_of(envs)
         self.fresh_rows = getattr(buffers.obs, "fresh_rows", False)
-        self.pending: tuple | None = None  # (actions,) or (seeds, options, mask)
+        self.pending: tuple | None = None  # (actions, mask) or (seeds, options, mask)
         self.control_index: int | None = None  # the env a control call ran on last
 
     @property
@@ -68,8 +68,11 @@ class LocalBlock:
         """The env (game) of the block that was running, counted from the block's first."""
         return self.block.current // getattr(self.block, "seats", 1)
 
-    def post_step(self, actions: list) -> None:
-        self.pending = (actions,)
+    def post_step(self, actions: list, mask: np.ndarray | None = None) -> None:
+        """Step the block's envs (those in ``mask``: one bool per row) with one action
+        per row (rows outside ``mask`` may hold anything).
+        """
+        self.pending = (actions, mask)
 
     def post_reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> None:
         self.pending = (seeds, options, mask)
@@ -79,14 +82,14 @@ class LocalBlock:
         pending, self.pending = self.pending, None
         if pending is None:
             return []
-        stepping = len(pending) == 1
-        if self.fresh_rows:  # new rows; a masked reset keeps the other envs' records
-            rows = self.buffers.obs.before_write(keep=not stepping and pending[2] is not None)
+        stepping = len(pending) == 2
+        if self.fresh_rows:  # new rows; a masked step or reset keeps the other envs' records
+            rows = self.buffers.obs.before_write(keep=pending[-1] is not None)
             assert rows is not None
             if self.start or len(rows) != self.stop:
                 rows = rows[self.start:self.stop]
             self.block.set_rows(rows)
-        entries = self.block.step(pending[0]) if stepping else self.block.reset(*pending)
+        entries = self.block.step(*pending) if stepping else self.block.reset(*pending)
         if self.objects is not None:
             self.buffers.obs.receive(self.start, self.objects)
         return entries
@@ -130,7 +133,14 @@ class LocalPool(Pool):
 
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
-        self.block.post_step(checker.split(actions))
+        per_env = checker.split(actions)
+        if env_ids is None:
+            self.block.post_step(per_env)
+            return
+        rows: list = [None] * self.block.stop
+        for i, action in zip(env_ids.tolist(), per_env, strict=True):
+            rows[i] = action
+        self.block.post_step(rows, block_mask(env_ids, 0, self.block.stop))
 
     def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
                    mask: np.ndarray | None) -> None:

@@ -31,6 +31,7 @@ from fastvec.vector.env_calls import EnvCalls
 from fastvec.vector.episode_stats import EpisodeStats
 from fastvec.vector.game_infos import add_game_infos, check_whole_games
 from fastvec.vector.split_calls import SplitCalls
+from fastvec.vector.subsets import Subsets, take_info_rows
 
 __all__ = ["BatchedVecEnv", "parse_autoreset_mode"]
 
@@ -103,6 +104,7 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         self._pool = pool
         self._restarts: Restarts | None = pool.restarts  # kept after close
         self._all_blocks = range(pool.num_blocks)
+        self._subsets = Subsets(pool.bounds, about.action_space, seats, about.agents)
         self._buffers: Buffers = pool.buffers
         self.layout: Layout | None = pool.buffers.obs.layout
 
@@ -182,8 +184,10 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         *,
         seed: int | list[int | None] | None = None,
         options: dict[str, Any] | None = None,
+        env_ids: Any = None,
     ) -> tuple[Any, dict[str, Any]]:
-        """Reset every env (or those in ``options["reset_mask"]``); env i gets seed ``seed + i``.
+        """Reset every env (or those in ``options["reset_mask"]``, or ``env_ids``); env i
+        gets seed ``seed + i``.
 
         A reset cancels any pending autoreset of the envs it resets.
 
@@ -194,15 +198,20 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
                 bool array of shape ``(num_envs,)``, at least one True) resets only
                 those envs; it is removed from the dict, as Gymnasium does.  The
                 other envs keep their state and their last observation.
+            env_ids: Reset only these envs (distinct indices, any order; for games,
+                every row of a game or none): the results are theirs, in this order,
+                and a list ``seed`` has one entry per env (game) named.
 
         Returns:
-            ``(obs, infos)``: the batched observations of all envs and Gymnasium's
-            dict-of-arrays infos (with ``_key`` masks) of the envs that were reset.
+            ``(obs, infos)``: the batched observations of all envs (of ``env_ids``,
+            in order, when given) and Gymnasium's dict-of-arrays infos (with
+            ``_key`` masks) of the envs that were reset.
 
         Raises:
             ClosedEnvError: The vector env is closed.
             AlreadyPendingCallError: A ``step_async`` is pending.
-            ValueError: A seed list of the wrong length, or a bad ``reset_mask``.
+            ValueError: A seed list of the wrong length, a bad ``reset_mask`` or bad
+                ``env_ids``.
 
         Example:
             >>> import gymnasium as gym
@@ -211,9 +220,27 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
             >>> envs = SyncVecEnv([lambda: gym.make("CartPole-v1")] * 2)
             >>> obs, infos = envs.reset(seed=[7, None])
             >>> obs, infos = envs.reset(options={"reset_mask": np.array([True, False])})
+            >>> obs, infos = envs.reset(seed=3, env_ids=[1])  # env 1, seeded with 3 + 1
+            >>> obs.shape
+            (1, 4)
             >>> envs.close()
         """
-        return self._finish_reset(*self._post_reset(seed, options))
+        if env_ids is None:
+            return self._finish_reset(*self._post_reset(seed, options))
+        return self._reset_some(seed, options, env_ids)
+
+    def _reset_some(self, seed: Any, options: dict[str, Any] | None, env_ids: Any
+                    ) -> tuple[Any, dict[str, Any]]:
+        subsets = self._subsets
+        ids = subsets.check(env_ids)
+        if options is not None and "reset_mask" in options:
+            raise ValueError("expected env_ids or options['reset_mask'], not both")
+        seeds = subsets.seeds(seed, ids)
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        mask[ids] = True
+        blocks = subsets.blocks(ids)
+        self._open_pool.post_reset(blocks, seeds, options, mask)
+        return self._finish_reset(blocks, mask, ids)
 
     def _post_reset(self, seed: Any, options: dict[str, Any] | None
                     ) -> tuple[list[int], np.ndarray | None]:
@@ -225,36 +252,49 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         pool.post_reset(blocks, seeds, options, mask)
         return blocks, mask
 
-    def _finish_reset(self, blocks: list[int], mask: np.ndarray | None
-                      ) -> tuple[Any, dict[str, Any]]:
+    def _finish_reset(self, blocks: list[int], mask: np.ndarray | None,
+                      ids: np.ndarray | None = None) -> tuple[Any, dict[str, Any]]:
+        """The reset's results: of every env, or of ``ids`` in that order."""
         _, infos = self._open_pool.collect(blocks, "a reset", restart_truncates=False)
-        self._buffers.clear(slice(None) if mask is None else mask)
+        buffers = self._buffers
+        buffers.clear(slice(None) if mask is None else mask)
         if self._stats is not None:
             self._stats.reset(mask)
+        if ids is not None and infos:
+            infos = take_info_rows(infos, ids)
         if self._games:
-            add_game_infos(infos, self._buffers, slice(None))
-        return self._buffers.obs.observations(), infos
+            add_game_infos(infos, buffers, slice(None) if ids is None else ids)
+        return (buffers.obs.observations() if ids is None else buffers.obs.batch(ids, ids),
+                infos)
 
     @guarded("step_async")
-    def step(self, actions: Any) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        """Step every env with its action; auto-reset as ``autoreset_mode`` says.
+    def step(self, actions: Any, env_ids: Any = None
+             ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """Step every env (or those of ``env_ids``) with its action; auto-reset as
+        ``autoreset_mode`` says.
 
-        Same as ``step_async(actions)`` then ``step_wait()``.
+        Same as ``step_async(actions)`` then ``step_wait()`` (without ``env_ids``).
 
         Args:
             actions: A batch from ``action_space``: an array of shape
                 ``(num_envs, *single_action_space.shape)`` (a list converts), or a
-                dict/tuple of such batches for ``Dict``/``Tuple`` spaces.
+                dict/tuple of such batches for ``Dict``/``Tuple`` spaces; with
+                ``env_ids``, a batch of ``len(env_ids)`` actions in that order.
+            env_ids: Step only these envs (distinct indices, any order; for games,
+                every row of a game or none): the others do nothing at all (no
+                step, no autoreset, no statistics), and a worker that holds none of
+                them is not woken.
 
         Returns:
             ``(obs, rewards, terminations, truncations, infos)``: batched
             observations, float64 rewards, bool flags (fresh arrays), and
             Gymnasium's dict-of-arrays infos with ``_key`` masks (``{}`` when no
-            env returned infos).
+            env returned infos); with ``env_ids``, of those envs in that order.
 
         Raises:
-            ValueError: The actions do not fit the action space (checked before
-                any env steps; see :meth:`step_async`).
+            ValueError: The actions do not fit the action space, or ``env_ids``
+                repeat an env, are out of range, are not integers or do not match the
+                actions' length (checked before any env steps; see :meth:`step_async`).
             RuntimeError: ``DISABLED`` mode and an env whose episode ended has not
                 been reset with a ``reset_mask``.
             ClosedEnvError: The vector env is closed.
@@ -273,10 +313,37 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
             >>> obs, rewards, terminations, truncations, infos = envs.step(np.array([0, 1]))
             >>> rewards, terminations, infos
             (array([1., 1.]), array([False, False]), {})
+            >>> obs, rewards, terminations, truncations, infos = envs.step([0], env_ids=[1])
+            >>> obs.shape, rewards
+            ((1, 4), array([1.]))
             >>> envs.close()
         """
+        if env_ids is not None:
+            return self._step_some(actions, env_ids)
         self._post_step(actions)
         return self._finish_step()
+
+    def _step_some(self, actions: Any, env_ids: Any
+                   ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        subsets = self._subsets
+        ids = subsets.check(env_ids)
+        checker = subsets.checker(len(ids))
+        checked = checker.check(actions, env_ids=ids)
+        buffers = self._buffers
+        if self._mode_code == _DISABLED:
+            refuse_ended(buffers.needs_reset, ids, "reset(env_ids=...) before stepping")
+        blocks = subsets.blocks(ids)
+        pool = self._open_pool
+        pool.post_step(blocks, checked, checker, ids)
+        _, infos = pool.collect(blocks, "a step")
+        if infos:
+            infos = take_info_rows(infos, ids)
+        if self._games:
+            add_game_infos(infos, buffers, ids)
+        if self._stats is not None:
+            self._stats.record(buffers, self._mode_code == _SAME_STEP, infos, ids)
+        return (buffers.obs.batch(ids, ids), buffers.rewards[ids], buffers.terminations[ids],
+                buffers.truncations[ids], infos)
 
     def _post_step(self, actions: Any) -> None:
         checked = self._actions.check(actions)

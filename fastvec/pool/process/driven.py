@@ -20,7 +20,7 @@ import cloudpickle
 import numpy as np
 
 from fastvec.pool.about import About
-from fastvec.pool.base import Entries
+from fastvec.pool.base import Entries, block_mask
 from fastvec.pool.process.protocol import Command, ControlRequest, ResetRequest, StepActions
 from fastvec.spaces.actions import ActionChecker
 
@@ -52,7 +52,7 @@ class StepBatch:
         return self._per_env
 
     def rows(self, b: int) -> list:
-        """Block ``b``'s actions, one per row."""
+        """Block ``b``'s actions, one per row (None for a row ``env_ids`` does not name)."""
         a, z = self.bounds[b]
         if self.env_ids is not None:
             by_row = self._by_row
@@ -61,13 +61,17 @@ class StepBatch:
                 if len(ids) == z - a and ids == list(range(a, z)):  # this block, in order:
                     return self.per_env  # as recv() gave it, the usual send()
                 by_row = self._by_row = dict(zip(ids, self.per_env, strict=True))
-            return [by_row[i] for i in range(a, z)]
+            return [by_row.get(i) for i in range(a, z)]
         if type(self.actions) is np.ndarray:
             return list(self.actions[a:z])
         return self.per_env[a:z]
 
+    def mask(self, b: int) -> np.ndarray | None:
+        """Which of block ``b``'s rows step (None: all of them)."""
+        return block_mask(self.env_ids, *self.bounds[b])
+
     def message(self, b: int) -> StepActions:
-        return StepActions(self.rows(b))
+        return StepActions(self.rows(b), self.mask(b))
 
 
 class ResetBatch:
@@ -129,6 +133,7 @@ class LaidOut:
     stepping: Any  # fastvec.pool.process.protocol.Stepping
     obs_layout: Any  # fastvec.spaces.layout.Layout of the records, or None (objects)
     action_layout: Any  # of the action records, or None (actions as messages)
+    step_mask: Any = None  # the rows a STEP_SOME steps: a bool array over every row
 
 
 class Driven(Protocol):

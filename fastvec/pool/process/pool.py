@@ -157,7 +157,7 @@ class ProcessPool(Pool):
                                layout=obs_layout)
         self.buffers = Buffers.over(store, arrays)
         shared = LaidOut(plan, self._shared.fd, self.buffers, self.infos, self._stepping,
-                         obs_layout, action_layout)
+                         obs_layout, action_layout, arrays[RegionName.STEP_MASK])
         for kind in self._kinds:
             for b in kind.blocks:
                 kind.attach(b, shared, deadline)

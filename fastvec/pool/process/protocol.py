@@ -13,6 +13,8 @@ RESET      parent -> :class:`ResetRequest`; worker -> a :class:`BlockReply` when
 STEP       actions are in the shared segment (or a :class:`StepActions` message for
            spaces without a record layout); worker -> ``Status.OK``,
            ``Status.INFOS`` (infos in its info area) or a :class:`BlockReply`.
+STEP_SOME  as STEP, for the block's rows that the shared step mask selects (a
+           :class:`StepActions` message carries its mask itself).
 CONTROL    parent -> :class:`ControlRequest` (or :class:`ResendInfos`); worker ->
            :class:`ControlReply`.
 Any command may be answered with ``Status.ERROR`` and an ``ErrorReport``.
@@ -42,6 +44,7 @@ class Command(IntEnum):
     RESET = 2
     CONTROL = 3
     CLOSE = 4
+    STEP_SOME = 5  # step the rows of the block that the step-mask region selects
 
 
 class Status(IntEnum):
@@ -75,6 +78,7 @@ class RegionName:
     BARRIER = "barrier"
     OBS = "obs"  # (num_envs, record_size) bytes: one observation record per env
     ACTIONS = "actions"  # (num_envs, action record_size) bytes
+    STEP_MASK = "step_mask"  # (num_envs,) bools: the rows a STEP_SOME steps
     # and one region per result field, named as the field (pool/buffers.py RESULT_FIELDS)
     INFOS = "infos"  # (num_workers, INFO_BYTES): each worker's info area
     INFOS_RAW_ONLY = "infos_raw_only"  # set by the parent: workers send raw infos only
@@ -127,9 +131,12 @@ class ResetRequest(NamedTuple):
 
 
 class StepActions(NamedTuple):
-    """Per-env actions, for action spaces without a record layout."""
+    """Per-env actions, for action spaces without a record layout; ``mask``: the rows
+    to step (None: all of them).
+    """
 
     actions: list
+    mask: Any = None
 
 
 class ControlRequest(NamedTuple):

@@ -83,7 +83,7 @@ class TrainerBlock:
         assert self.block is not None
         self.ticket = None
         if type(batch) is StepBatch:
-            self.block.post_step(batch.rows(0))
+            self.block.post_step(batch.rows(0), batch.mask(0))
         elif type(batch) is ResetBatch:
             self.block.post_reset(*batch.message(0))
         else:

@@ -144,6 +144,7 @@ class _Server:
         self.action_layout = setup.action_layout
         self.action_views = None if self.action_layout is None else batch_views(
             self.action_layout, arrays[RegionName.ACTIONS][self.first:end])
+        self.step_mask = arrays[RegionName.STEP_MASK][self.first:end]
         self.block_action_space = batch_space(action_space, self.count)
         self.barrier = Barrier(arrays[RegionName.BARRIER], setup.num_blocks, spin_budget_us())
         self.barrier.start_worker(self.index)
@@ -153,7 +154,8 @@ class _Server:
 
     def serve(self, parent: int) -> None:
         handlers = {int(Command.STEP): self.step, int(Command.RESET): self.reset,
-                    int(Command.CONTROL): self.control}  # by int: no enum per step
+                    int(Command.CONTROL): self.control,
+                    int(Command.STEP_SOME): self.step_some}  # by int: no enum per step
         ok, infos, error = int(Status.OK), int(Status.INFOS), int(Status.ERROR)
         while True:
             command = self.barrier.wait_command(self.index, POLL_SECONDS)
@@ -201,17 +203,23 @@ class _Server:
             return self.control_index
         return self.env_block.current // self.seats
 
-    def _actions(self) -> list:
+    def _actions(self) -> tuple[list, np.ndarray | None]:
+        """One action per row, and the rows to step when a message says (None: all)."""
         if self.action_layout is None:
             message: StepActions = self.conn.recv()
-            return message.actions
+            return message.actions, message.mask
         views = self.action_views
         if type(views) is np.ndarray:
-            return list(views.copy())
-        return list(iterate(self.block_action_space, copy_tree(views)))
+            return list(views.copy()), None
+        return list(iterate(self.block_action_space, copy_tree(views))), None
 
-    def step(self) -> BlockReply | Status | None:
-        entries = self.env_block.step(self._actions())
+    def step_some(self) -> BlockReply | Status | None:
+        """A step of the rows the shared step mask selects."""
+        return self.step(self.step_mask)
+
+    def step(self, mask: np.ndarray | None = None) -> BlockReply | Status | None:
+        actions, sent_mask = self._actions()
+        entries = self.env_block.step(actions, sent_mask if mask is None else mask)
         if self.notes.notes:  # rare: a note for the user (a cast), sent with the infos
             return BlockReply(entries, self.obs_objects, notes=self.notes.take())
         if self.obs_objects is not None:

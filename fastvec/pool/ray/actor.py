@@ -121,6 +121,7 @@ class EnvActor:
         self.first_row = self.first * pool.seats
         action_space = pool.about.action_space
         self.checker = ActionChecker(action_space, batch_space(action_space, count), count)
+        self.checkers: dict[int, ActionChecker] = {}  # for steps of some rows, by count
         record_size = 0 if self.records is None else self.records.shape[1]
         self.out = np.zeros(packed_size(count, record_size), dtype=np.uint8)
         return pool.about
@@ -131,15 +132,33 @@ class EnvActor:
 
     # -- commands --------------------------------------------------------------------
 
-    def step(self, actions: Any) -> Reply:
-        """Step the block with its actions (a checked batch for its envs, in order)."""
-        assert self.pool is not None
+    def step(self, actions: Any, rows: np.ndarray | None = None) -> Reply:
+        """Step the block with its actions (a checked batch for its envs, in order), or
+        only its ``rows`` (ascending, counted from the block's first) with theirs.
+        """
+        pool = self.pool
+        assert pool is not None
         try:
-            self.pool.post_step(self.blocks, actions, self.checker)
-            _, entries = self.pool.collect_entries(self.blocks, "a step")
+            if rows is None:
+                pool.post_step(self.blocks, actions, self.checker)
+                _, entries = pool.collect_entries(self.blocks, "a step")
+            else:
+                blocks = [b for b, (a, z) in enumerate(pool.bounds)
+                          if ((rows >= a) & (rows < z)).any()]
+                pool.post_step(blocks, actions, self._checker(len(rows)), rows)
+                _, entries = pool.collect_entries(blocks, "a step")
         except BaseException as exc:  # noqa: B036 - reported to the trainer
             return self._report(exc, self._current())
         return self._reply(entries)
+
+    def _checker(self, count: int) -> ActionChecker:
+        """The checker of a batch of ``count`` actions (made once per count)."""
+        checker = self.checkers.get(count)
+        if checker is None:
+            space = self.checker.space
+            checker = self.checkers[count] = ActionChecker(space, batch_space(space, count),
+                                                           count)
+        return checker
 
     def reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> Reply:
         """Reset the block's envs (those in ``mask``) with per-env seeds."""

@@ -27,7 +27,14 @@ from gymnasium import spaces
 
 from fastvec.errors import WorkerError, WorkerTimeout
 from fastvec.pool.about import About, check_blocks
-from fastvec.pool.base import CLOSE_GRACE_SECONDS, SLICE_SECONDS, STARTUP_SECONDS, Entries, Pool
+from fastvec.pool.base import (
+    CLOSE_GRACE_SECONDS,
+    SLICE_SECONDS,
+    STARTUP_SECONDS,
+    Entries,
+    Pool,
+    block_mask,
+)
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.env_fns import pickle_blocks
 from fastvec.pool.obs_store import make_obs_store
@@ -156,7 +163,9 @@ class RayPool(Pool):
             start, stop = self.bounds[b]
             rows = slice(start, stop) if env_ids is None else _rows_of(env_ids, start, stop)
             part = take_rows(self._action_space, actions, rows)
-            self._refs[b] = self._actors[b].step.remote(part)
+            mask = block_mask(env_ids, start, stop)  # None: the actor steps its whole block
+            self._refs[b] = self._actors[b].step.remote(
+                part, None if mask is None else np.flatnonzero(mask))
             self._posted_at[b] = now
 
     def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
