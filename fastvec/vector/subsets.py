@@ -49,12 +49,12 @@ class Subsets:
             ValueError: expected distinct env_ids, got [1, 1] (env 1 twice)
         """
         ids = np.asarray(env_ids)
-        if ids.dtype.kind not in "iu":
-            raise ValueError(f"expected env_ids as integers (a 1-D int array or list), got "
-                             f"dtype {ids.dtype} ({env_ids!r})")
         if ids.ndim != 1 or ids.size == 0:
             raise ValueError(f"expected env_ids as a non-empty 1-D array of env indices, got "
                              f"shape {ids.shape}")
+        if ids.dtype.kind not in "iu":
+            raise ValueError(f"expected env_ids as integers (a 1-D int array or list), got "
+                             f"dtype {ids.dtype} ({env_ids!r})")
         ids = ids.astype(np.int64)  # a copy: the caller's array may change later
         bad = ids[(ids < 0) | (ids >= self.num_envs)]
         if bad.size:

@@ -75,14 +75,16 @@ class ReferenceLoop:
         self.envs, self.mode, self.first = envs, mode, first_index
         n = len(envs)
         self.obs = [None] * n
-        self.rewards = np.zeros(n)
+        self.rewards = np.full(n, -1.0)  # as the block's buffer starts: an env never stepped
         self.terms = np.zeros(n, dtype=bool)
         self.truncs = np.zeros(n, dtype=bool)
         self.autoreset = np.zeros(n, dtype=bool)
 
-    def step(self, actions):
+    def step(self, actions, mask=None):
         entries = []
         for i, (env, action) in enumerate(zip(self.envs, actions, strict=True)):
+            if mask is not None and not mask[i]:
+                continue  # not stepped: nothing of it changes
             if self.mode == Autoreset.NEXT_STEP and self.autoreset[i]:
                 self.obs[i], info = env.reset()
                 self.rewards[i], self.terms[i], self.truncs[i] = 0.0, False, False
@@ -194,7 +196,10 @@ def test_step_matches_reference_loop(lengths, mode, first_index, object_path, se
             same_entries(block.block.reset(seeds, None, mask), ref.reset(seeds, None, mask))
             assert_matches(block, ref, rewards=False)
         actions = data.draw(st.lists(st.integers(0, 3), min_size=n, max_size=n))
-        same_entries(block.block.step(actions), ref.step(actions))
+        mask = data.draw(st.none() | st.lists(st.booleans(), min_size=n, max_size=n))
+        if mask is not None:  # the rows left out keep what they hold, their actions unread
+            actions = [a if m else None for a, m in zip(actions, mask, strict=True)]
+        same_entries(block.block.step(actions, mask), ref.step(actions, mask))
         assert_matches(block, ref)
 
 
