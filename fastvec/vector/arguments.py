@@ -11,8 +11,10 @@ import numpy as np
 from gymnasium.vector import AutoresetMode
 
 from fastvec._kernels.stepping import Autoreset
+from fastvec.vector.game_infos import check_whole_games
 
-__all__ = ["async_vector_env_options", "mode_code", "parse_autoreset_mode", "reset_args"]
+__all__ = ["async_vector_env_options", "mode_code", "parse_autoreset_mode", "reset_args",
+           "reset_rows"]
 
 _MODE_CODES = {
     AutoresetMode.NEXT_STEP: Autoreset.NEXT_STEP,
@@ -67,6 +69,22 @@ def reset_args(seed: Any, options: dict | None, num_envs: int, unit: str = "env"
     if options is not None and "reset_mask" in options:
         mask = _reset_mask(options.pop("reset_mask"), num_envs)
     return seeds, mask
+
+
+def reset_rows(seed: Any, options: dict | None, num_rows: int, seats: int = 1
+               ) -> tuple[list, np.ndarray | None]:
+    """Per-row seeds, and the reset mask taken out of ``options`` (as Gymnasium does).
+
+    For games (``seats`` rows each), ``seed`` counts games (game ``g`` gets ``seed +
+    g``) and the mask must select whole games; each row carries its game's seed.
+    """
+    if seats == 1:
+        return reset_args(seed, options, num_rows)
+    seeds, _ = reset_args(seed, None, num_rows // seats, "game")
+    _, mask = reset_args(None, options, num_rows)
+    if mask is not None:
+        check_whole_games(mask, seats)
+    return [seeds[row // seats] for row in range(num_rows)], mask
 
 
 def _seeds(seed: Any, num_envs: int, unit: str = "env") -> list:

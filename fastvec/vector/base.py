@@ -25,11 +25,11 @@ from fastvec.pool.buffers import Buffers
 from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
 from fastvec.spaces.layout import Layout
-from fastvec.vector.arguments import mode_code, parse_autoreset_mode, refuse_ended, reset_args
+from fastvec.vector.arguments import mode_code, parse_autoreset_mode, refuse_ended, reset_rows
 from fastvec.vector.call_state import CallState, check_call, guarded, refuse_concurrent_call
 from fastvec.vector.env_calls import EnvCalls
 from fastvec.vector.episode_stats import EpisodeStats
-from fastvec.vector.game_infos import add_game_infos, check_whole_games
+from fastvec.vector.game_infos import add_game_infos
 from fastvec.vector.split_calls import SplitCalls
 from fastvec.vector.subsets import Subsets, take_info_rows
 
@@ -104,7 +104,8 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         self._pool = pool
         self._restarts: Restarts | None = pool.restarts  # kept after close
         self._all_blocks = range(pool.num_blocks)
-        self._subsets = Subsets(pool.bounds, about.action_space, seats, about.agents)
+        self._subsets = Subsets(pool.bounds, about.action_space, about.agents,
+                                self._mode_code, self._stats)
         self._buffers: Buffers = pool.buffers
         self.layout: Layout | None = pool.buffers.obs.layout
 
@@ -227,20 +228,8 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
         """
         if env_ids is None:
             return self._finish_reset(*self._post_reset(seed, options))
-        return self._reset_some(seed, options, env_ids)
-
-    def _reset_some(self, seed: Any, options: dict[str, Any] | None, env_ids: Any
-                    ) -> tuple[Any, dict[str, Any]]:
-        subsets = self._subsets
-        ids = subsets.check(env_ids)
-        if options is not None and "reset_mask" in options:
-            raise ValueError("expected env_ids or options['reset_mask'], not both")
-        seeds = subsets.seeds(seed, ids)
-        mask = np.zeros(self.num_envs, dtype=np.bool_)
-        mask[ids] = True
-        blocks = subsets.blocks(ids)
-        self._open_pool.post_reset(blocks, seeds, options, mask)
-        return self._finish_reset(blocks, mask, ids)
+        return self._finish_reset(*self._subsets.post_reset(self._open_pool, seed, options,
+                                                            env_ids))
 
     def _post_reset(self, seed: Any, options: dict[str, Any] | None
                     ) -> tuple[list[int], np.ndarray | None]:
@@ -319,31 +308,9 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
             >>> envs.close()
         """
         if env_ids is not None:
-            return self._step_some(actions, env_ids)
+            return self._subsets.step(self._open_pool, actions, env_ids)
         self._post_step(actions)
         return self._finish_step()
-
-    def _step_some(self, actions: Any, env_ids: Any
-                   ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
-        subsets = self._subsets
-        ids = subsets.check(env_ids)
-        checker = subsets.checker(len(ids))
-        checked = checker.check(actions, env_ids=ids)
-        buffers = self._buffers
-        if self._mode_code == _DISABLED:
-            refuse_ended(buffers.needs_reset, ids, "reset(env_ids=...) before stepping")
-        blocks = subsets.blocks(ids)
-        pool = self._open_pool
-        pool.post_step(blocks, checked, checker, ids)
-        _, infos = pool.collect(blocks, "a step")
-        if infos:
-            infos = take_info_rows(infos, ids)
-        if self._games:
-            add_game_infos(infos, buffers, ids)
-        if self._stats is not None:
-            self._stats.record(buffers, self._mode_code == _SAME_STEP, infos, ids)
-        return (buffers.obs.batch(ids, ids), buffers.rewards[ids], buffers.terminations[ids],
-                buffers.truncations[ids], infos)
 
     def _post_step(self, actions: Any) -> None:
         checked = self._actions.check(actions)
@@ -417,18 +384,8 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
     # -- helpers ---------------------------------------------------------------------
 
     def _reset_args(self, seed: Any, options: dict | None) -> tuple[list, np.ndarray | None]:
-        """Per-row seeds, and the reset mask taken out of ``options`` (as Gymnasium does).
-
-        For games, ``seed`` counts games (game ``g`` gets ``seed + g``) and the mask
-        must select whole games; each row carries its game's seed.
-        """
-        if not self._games:
-            return reset_args(seed, options, self.num_envs)
-        seeds, _ = reset_args(seed, None, self.num_games, "game")
-        _, mask = reset_args(None, options, self.num_envs)
-        if mask is not None:
-            check_whole_games(mask, len(self.agents))
-        return [seeds[g] for g in self.game_of_row.tolist()], mask
+        """Per-row seeds and the reset mask (see :func:`reset_rows`)."""
+        return reset_rows(seed, options, self.num_envs, len(self.agents) if self._games else 1)
 
     def __enter__(self: _Self) -> _Self:
         return self

@@ -1,9 +1,10 @@
 """Steps and resets of some of the envs: ``step(actions, env_ids=...)``, ``reset(env_ids=...)``.
 
 The envs named step (or reset) and the others do nothing; the results are those
-of the envs named, in the order named.  :class:`Subsets` checks the ids once and
-says which blocks hold them; the pool steps only the rows named
-(``Pool.post_step``), so a block with none of them is not woken.
+of the envs named, in the order named.  :class:`Subsets` checks the ids, posts
+to the blocks that hold them (the pool steps only the rows named, see
+``Pool.post_step``, so a block with none of them is not woken) and takes the
+results of those rows out of the batch buffers.
 """
 
 from __future__ import annotations
@@ -15,25 +16,71 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import batch_space
 
+from fastvec._kernels.stepping import Autoreset
+from fastvec.pool.base import Pool
 from fastvec.spaces.actions import ActionChecker
+from fastvec.vector.arguments import refuse_ended
+from fastvec.vector.episode_stats import EpisodeStats
+from fastvec.vector.game_infos import add_game_infos
 
 __all__ = ["Subsets", "take_info_rows"]
 
 
 class Subsets:
-    """The envs (rows) of a vector env by block, and a checker per subset size.
+    """Steps and resets of some rows of a vector env whose blocks are ``bounds``.
 
-    ``seats``: rows per game (1: single-agent envs); a subset must name whole games.
+    ``agents``: a game's seats (a subset must name whole games), or None for
+    single-agent envs; ``mode``: the kernels' autoreset code; ``stats``: the
+    vector env's episode statistics, if it keeps them.
     """
 
     def __init__(self, bounds: list[tuple[int, int]], single_action_space: gym.Space,
-                 seats: int = 1, agents: tuple[str, ...] | None = None) -> None:
+                 agents: tuple[str, ...] | None = None, mode: int = Autoreset.NEXT_STEP,
+                 stats: EpisodeStats | None = None) -> None:
         self.num_envs = bounds[-1][1]
         self.starts = np.array([start for start, _ in bounds], dtype=np.int64)
         self.space = single_action_space
-        self.seats = seats
         self.agents = agents
+        self.seats = 1 if agents is None else len(agents)
+        self.mode = mode
+        self.stats = stats
         self._checkers: dict[int, ActionChecker] = {}
+
+    def step(self, pool: Pool, actions: Any, env_ids: Any
+             ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
+        """``step(actions, env_ids)`` of the vector env over ``pool``."""
+        ids = self.check(env_ids)
+        checker = self.checker(len(ids))
+        checked = checker.check(actions, env_ids=ids)  # messages name envs by their ids
+        buffers = pool.buffers
+        if self.mode == Autoreset.DISABLED:
+            refuse_ended(buffers.needs_reset, ids, "reset(env_ids=...) before stepping")
+        blocks = self.blocks(ids)
+        pool.post_step(blocks, checked, checker, ids)
+        _, infos = pool.collect(blocks, "a step")
+        if infos:
+            infos = take_info_rows(infos, ids)
+        if self.agents is not None:
+            add_game_infos(infos, buffers, ids)
+        if self.stats is not None:
+            self.stats.record(buffers, self.mode == Autoreset.SAME_STEP, infos, ids)
+        return (buffers.obs.batch(ids, ids), buffers.rewards[ids], buffers.terminations[ids],
+                buffers.truncations[ids], infos)
+
+    def post_reset(self, pool: Pool, seed: Any, options: dict | None, env_ids: Any
+                   ) -> tuple[list[int], np.ndarray, np.ndarray]:
+        """Start ``reset(seed, options, env_ids)`` on ``pool``: the blocks reset, the mask
+        of the rows reset, and their ids (for the vector env to finish the reset).
+        """
+        ids = self.check(env_ids)
+        if options is not None and "reset_mask" in options:
+            raise ValueError("expected env_ids or options['reset_mask'], not both")
+        seeds = self.seeds(seed, ids)
+        mask = np.zeros(self.num_envs, dtype=np.bool_)
+        mask[ids] = True
+        blocks = self.blocks(ids)
+        pool.post_reset(blocks, seeds, options, mask)
+        return blocks, mask, ids
 
     def check(self, env_ids: Any) -> np.ndarray:
         """``env_ids`` as a fresh int64 array; ValueError naming what is wrong with them.

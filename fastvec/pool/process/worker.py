@@ -17,6 +17,7 @@ import faulthandler
 import multiprocessing
 import os
 import signal
+from collections.abc import Callable
 from multiprocessing.reduction import ForkingPickler, recv_handle
 from typing import Any
 
@@ -153,9 +154,9 @@ class _Server:
                                 arrays[RegionName.INFOS_RAW_ONLY], self.first, self.count)
 
     def serve(self, parent: int) -> None:
-        handlers = {int(Command.STEP): self.step, int(Command.RESET): self.reset,
-                    int(Command.CONTROL): self.control,
-                    int(Command.STEP_SOME): self.step_some}  # by int: no enum per step
+        handlers: dict[int, Callable[[], Any]] = {  # by int: no enum per step
+            int(Command.STEP): self.step, int(Command.RESET): self.reset,
+            int(Command.CONTROL): self.control, int(Command.STEP_SOME): self.step_some}
         ok, infos, error = int(Status.OK), int(Status.INFOS), int(Status.ERROR)
         while True:
             command = self.barrier.wait_command(self.index, POLL_SECONDS)
