@@ -24,7 +24,7 @@ from tests.support import backends
 from tests.support.backends import LOCAL, RAY, SUBPROC, SYNC, merge_infos, merge_obs
 from tests.support.cases import ENV_CASES, MODES
 from tests.support.compare import assert_infos_equal, assert_obs_equal
-from tests.support.envs import CountingEnv, make_fns
+from tests.support.envs import CountingEnv, RaisingEnv, make_fns
 
 CASES = ["counting", "synthetic_dict", "synthetic_tuple", "object_text", "cartpole"]
 
@@ -210,3 +210,22 @@ def test_async_batches_refuse_a_subset_step_clearly(vec_envs):
     with pytest.raises(Exception, match="send"):
         vec.step(np.ones(2, dtype=np.int64), env_ids=[0, 1])
 
+
+
+@pytest.mark.usefixtures("fastvec_only")
+@pytest.mark.parametrize("backend", [backends.param(b) for b in (SUBPROC, LOCAL)])
+def test_a_subset_step_that_fails_restarts_the_block(backend, make_envs):
+    """The env named that raises is rebuilt with its block; the step reports the envs
+    named (the failed one truncated, with infos["worker_restarted"])."""
+    fns = make_fns(RaisingEnv, 4, per_env={"faulty": [False, True, False, False]},
+                   raise_at=2)
+    vec = make_envs(fns, num_workers=2 if backend == SUBPROC else 1,
+                    on_worker_failure="restart")
+    vec.reset(seed=0)
+    vec.step(np.ones(2, np.int64), env_ids=[1, 3])
+    obs, rewards, terminations, truncations, infos = vec.step(np.ones(2, np.int64),
+                                                              env_ids=[3, 1])
+    assert truncations.tolist() == [False, True] and rewards.tolist() == [1.0, 0.0]
+    assert obs.tolist() == [2, 0]
+    assert infos["_worker_restarted"].tolist() == [False, True]
+    assert vec.total_restarts == 1
