@@ -229,3 +229,32 @@ def test_a_subset_step_that_fails_restarts_the_block(backend, make_envs):
     assert obs.tolist() == [2, 0]
     assert infos["_worker_restarted"].tolist() == [False, True]
     assert vec.total_restarts == 1
+
+
+@pytest.mark.usefixtures("fastvec_only")
+@pytest.mark.parametrize("backend", [backends.param(b) for b in (SYNC, SUBPROC)])
+@pytest.mark.parametrize("mode", MODES, ids=[m.value for m in MODES])
+def test_frames_stacked_move_only_for_the_envs_named(backend, mode, make_envs):
+    """With ``frame_stack``, each env's stack is its own ``FrameStackObservation``'s:
+    an env left out keeps its frames."""
+    from gymnasium.wrappers import FrameStackObservation
+
+    fns = ENV_CASES["counting"].fns(6)
+    vec = make_envs(fns, autoreset_mode=mode, frame_stack=3)
+    stacked = [lambda fn=fn: FrameStackObservation(fn(), 3, padding_type="reset")
+               for fn in fns]
+    singles = Singles(stacked, mode)
+    try:
+        rng = np.random.default_rng(0)
+        assert_obs_equal(vec.reset(seed=1)[0], singles.reset(list(range(6)), 1)[0])
+        for t in range(40):
+            ids = rng.permutation(6)[:rng.integers(1, 7)].tolist()
+            ended = [i for i in ids if singles.ended[i]]
+            if mode == AutoresetMode.DISABLED and ended:
+                assert_obs_equal(vec.reset(env_ids=ended)[0], singles.reset(ended, None)[0])
+            batch, ones = action_batch(vec.single_action_space, len(ids), t)
+            got, want = vec.step(batch, env_ids=ids), singles.step(ids, ones)
+            assert_obs_equal(got[0], want[0], f"step {t} of {ids}: obs")
+            assert_infos_equal(got[4], want[4], f"step {t} of {ids}: infos")
+    finally:
+        singles.close()
