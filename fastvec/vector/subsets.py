@@ -162,8 +162,8 @@ class Subsets:
 
 
 def take_info_rows(infos: dict, ids: np.ndarray) -> dict:
-    """Gymnasium's batched ``infos`` (every leaf an array over all rows) for rows ``ids``,
-    in that order.
+    """Gymnasium's batched ``infos`` (every leaf an array over all rows) for rows ``ids``
+    (indices, in that order, or a bool mask).
 
     Example:
         >>> infos = {"x": np.array([1, 2, 3]), "_x": np.array([True, False, True])}
