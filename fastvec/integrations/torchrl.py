@@ -115,7 +115,7 @@ class FastVecEnv(EnvBase):
             spec = self.full_observation_spec
             self._obs_keys = [_as_tuple(key) for key in spec.keys(True, True)]
             self._obs_shapes = [(key, spec[key].shape[1:]) for key in self._obs_keys]
-            self._last_obs = self.full_observation_spec.zero()
+            self._last_obs = self.full_observation_spec.zero()  # replaced, never written
             # (a spec's zero() costs about a millisecond: made once, cloned)
             self._done_zeros = self.full_done_spec.zero()
             self._reward_zeros = self.full_reward_spec.zero()
@@ -166,11 +166,11 @@ class FastVecEnv(EnvBase):
         ids = self._env_ids(mask, "_reset")
         if ids is None:
             obs, _ = self.envs.reset(seed=self._take_seed(), options=options)
-            self._last_obs.update_(self._obs_td(obs, self.batch_size[0]))
+            self._last_obs = self._obs_td(obs, self.batch_size[0])
         elif len(ids):
             obs, _ = self.envs.reset(seed=self._take_seed(), options=options, env_ids=ids)
-            self._last_obs[torch.from_numpy(ids)] = self._obs_td(obs, len(ids))
-        out = self._last_obs.clone()
+            self._keep_obs(ids, self._obs_td(obs, len(ids)))
+        out = self._last_obs.copy()  # (shallow: the tensors are never written in place)
         out.update(self._done_zeros.clone())
         return out
 
@@ -180,15 +180,28 @@ class FastVecEnv(EnvBase):
         ids = self._env_ids(tensordict.get("_step", None), "_step")
         if ids is None:
             out = self._step_td(*self.envs.step(actions)[:4], self.batch_size[0])
-            self._last_obs.update_(out.select(*self._obs_keys))
+            self._last_obs = out.select(*self._obs_keys)  # the same tensors: no copy
             return out
         out = self._skipped(tensordict)
         if len(ids):
             part = self._step_td(*self.envs.step(actions[ids], env_ids=ids)[:4], len(ids))
-            rows = torch.from_numpy(ids)
-            out[rows] = part
-            self._last_obs[rows] = part.select(*self._obs_keys)
+            out[torch.from_numpy(ids)] = part
+            self._keep_obs(ids, part.select(*self._obs_keys))
         return out
+
+    def _keep_obs(self, ids: np.ndarray, obs: TensorDictBase) -> None:
+        """The last observations with those of envs ``ids`` replaced.
+
+        A new tensordict: the one kept before may be in a tensordict returned to TorchRL
+        (its tensors are shared, never written in place).
+        """
+        rows = torch.from_numpy(ids)
+        last = TensorDict(batch_size=self.batch_size, device=self.device)
+        for key in self._obs_keys:  # leaf by leaf: a tensordict's own indexing costs more
+            leaf = self._last_obs.get(key).clone()
+            leaf[rows] = obs.get(key)
+            last.set(key, leaf)
+        self._last_obs = last
 
     def _skipped(self, tensordict: TensorDictBase) -> TensorDictBase:
         """A whole batch of ``"next"`` entries for envs that do not step.
