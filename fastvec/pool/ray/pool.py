@@ -164,8 +164,9 @@ class RayPool(Pool):
             rows = slice(start, stop) if env_ids is None else _rows_of(env_ids, start, stop)
             part = take_rows(self._action_space, actions, rows)
             mask = block_mask(env_ids, start, stop)  # None: the actor steps its whole block
-            self._refs[b] = self._actors[b].step.remote(
-                part, None if mask is None else np.flatnonzero(mask))
+            actor = self._actors[b]
+            self._refs[b] = actor.step.remote(part) if mask is None else \
+                actor.step.remote(part, np.flatnonzero(mask))
             self._posted_at[b] = now
 
     def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
