@@ -226,10 +226,9 @@ class BatchedVecEnv(SplitCalls, EnvCalls, VectorEnv):  # type: ignore[misc]  # n
             (1, 4)
             >>> envs.close()
         """
-        if env_ids is None:
-            return self._finish_reset(*self._post_reset(seed, options))
-        return self._finish_reset(*self._subsets.post_reset(self._open_pool, seed, options,
-                                                            env_ids))
+        pool = self._open_pool
+        return self._finish_reset(*(self._post_reset(seed, options) if env_ids is None else
+                                    self._subsets.post_reset(pool, seed, options, env_ids)))
 
     def _post_reset(self, seed: Any, options: dict[str, Any] | None
                     ) -> tuple[list[int], np.ndarray | None]:
