@@ -39,12 +39,22 @@ from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
 
 __all__ = ["CLOSE_GRACE_SECONDS", "SLICE_SECONDS", "STARTUP_SECONDS", "Entries", "Pool",
-           "block_mask", "split_blocks"]
+           "block_mask", "some_rows", "split_blocks"]
 
 SLICE_SECONDS = 0.02  # waits return this often to check liveness and deadlines
 STARTUP_SECONDS = 300.0  # building envs may be slow (asset loading), but not forever
 CLOSE_GRACE_SECONDS = 1.0  # for envs to close before their worker or actor is stopped
 Entries = list  # [(row, info dict), ...] in row order (a process pool's blocks: see its infos)
+
+
+def some_rows(env_ids: np.ndarray | None, blocks: Sequence[int],
+              bounds: list[tuple[int, int]]) -> bool:
+    """Whether ``env_ids`` (distinct rows of ``blocks``) leave out a row of one of them.
+
+    A count, so that a step of whole blocks (an async batch's ``send``) pays nothing more.
+    """
+    return env_ids is not None and len(env_ids) != sum(bounds[b][1] - bounds[b][0]
+                                                       for b in blocks)
 
 
 def block_mask(env_ids: np.ndarray | None, start: int, stop: int) -> np.ndarray | None:

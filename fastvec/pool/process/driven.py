@@ -36,11 +36,12 @@ class StepBatch:
 
     # Made on a step's path: plain slots, split on first use (functools.cached_property
     # takes a lock on Python 3.11, a few microseconds a step).
-    __slots__ = ("_by_row", "_per_env", "actions", "bounds", "checker", "env_ids")
+    __slots__ = ("_by_row", "_per_env", "actions", "bounds", "checker", "env_ids", "partial")
 
     def __init__(self, actions: Any, checker: ActionChecker, env_ids: np.ndarray | None,
-                 bounds: Bounds) -> None:
+                 bounds: Bounds, partial: bool = False) -> None:
         self.actions, self.checker, self.env_ids, self.bounds = actions, checker, env_ids, bounds
+        self.partial = partial  # env_ids leave out some rows of the blocks posted to
         self._per_env: list | None = None
         self._by_row: dict | None = None
 
@@ -68,7 +69,7 @@ class StepBatch:
 
     def mask(self, b: int) -> np.ndarray | None:
         """Which of block ``b``'s rows step (None: all of them)."""
-        return block_mask(self.env_ids, *self.bounds[b])
+        return block_mask(self.env_ids, *self.bounds[b]) if self.partial else None
 
     def message(self, b: int) -> StepActions:
         return StepActions(self.rows(b), self.mask(b))

@@ -24,7 +24,7 @@ import numpy as np
 
 from fastvec._kernels.barrier import Barrier
 from fastvec.pool.about import check_blocks, stacked
-from fastvec.pool.base import STARTUP_SECONDS, Entries, Pool
+from fastvec.pool.base import STARTUP_SECONDS, Entries, Pool, some_rows
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.env_fns import pickle_blocks
 from fastvec.pool.obs_store import make_obs_store
@@ -184,7 +184,8 @@ class ProcessPool(Pool):
 
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
-        batch = StepBatch(actions, checker, env_ids, self.bounds)
+        batch = StepBatch(actions, checker, env_ids, self.bounds,
+                          some_rows(env_ids, blocks, self.bounds))
         # _post written out: the step's path, where each call shows
         if len(blocks) == self._block_count:
             involved = self._every_block

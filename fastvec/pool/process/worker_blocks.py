@@ -89,19 +89,18 @@ class WorkerBlocks:
                 np.copyto(views, batch.actions)
             else:
                 copy_into(views, batch.actions, batch.env_ids)
-                if self._post_some(blocks, batch):
+                if batch.partial:
+                    self._post_some(blocks, batch)
                     return
         else:
             self.workers.send(blocks, [batch.message(b) for b in blocks])
         self.workers.post(blocks, command)
 
-    def _post_some(self, blocks: Sequence[int], batch: StepBatch) -> bool:
+    def _post_some(self, blocks: Sequence[int], batch: StepBatch) -> None:
         """Post a step that names some rows only of some of ``blocks``: those blocks
-        step the rows the shared step mask selects.  False if every block steps whole.
+        step the rows the shared step mask selects, the others step whole.
         """
         masks = [batch.mask(b) for b in blocks]
-        if all(mask is None for mask in masks):
-            return False
         assert self.shared is not None
         step_mask = self.shared.step_mask
         whole, some = [], []
@@ -115,7 +114,6 @@ class WorkerBlocks:
         if whole:
             self.workers.post(whole, Command.STEP)
         self.workers.post(some, Command.STEP_SOME)
-        return True
 
     def replies(self, blocks: Sequence[int], what: str, want: int) -> dict[int, Any]:
         """``Workers.wait``: anything that interrupts it (a timeout, a worker that died

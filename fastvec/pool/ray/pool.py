@@ -34,6 +34,7 @@ from fastvec.pool.base import (
     Entries,
     Pool,
     block_mask,
+    some_rows,
 )
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.env_fns import pickle_blocks
@@ -159,11 +160,13 @@ class RayPool(Pool):
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
         now = time.monotonic()
+        partial = some_rows(env_ids, blocks, self.bounds)
         for b in blocks:
             start, stop = self.bounds[b]
             rows = slice(start, stop) if env_ids is None else _rows_of(env_ids, start, stop)
             part = take_rows(self._action_space, actions, rows)
-            mask = block_mask(env_ids, start, stop)  # None: the actor steps its whole block
+            # None: the actor steps its whole block
+            mask = block_mask(env_ids, start, stop) if partial else None
             actor = self._actors[b]
             self._refs[b] = actor.step.remote(part) if mask is None else \
                 actor.step.remote(part, np.flatnonzero(mask))
