@@ -30,9 +30,13 @@ NUM_GAMES = 3
 
 
 @pytest.fixture
-def fastvec_only(impl: Any) -> None:
+def fastvec_only(impl: Any, request: pytest.FixtureRequest) -> None:
+    """Skip under ``--impl gymnasium``; start the test run's Ray (or skip) for Ray."""
     if backends.is_gymnasium(impl):
         pytest.skip("games as rows are fastvec's")
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("backend") == RAY:
+        request.getfixturevalue("ray_session")
 
 
 PARAMS = [backends.param(b, game, mode, id=f"{game}-{mode.value}")
