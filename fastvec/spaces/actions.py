@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 from gymnasium import spaces
-from gymnasium.vector.utils import iterate
+from gymnasium.vector.utils import batch_space, iterate
 
 from fastvec._kernels.stacking import find_out_of_range
 
-__all__ = ["ActionChecker"]
+__all__ = ["ActionChecker", "CheckersBySize"]
 
 _INT64_MAX = np.iinfo(np.int64).max
 _ARRAY_SPACES = (spaces.Box, spaces.Discrete, spaces.MultiDiscrete, spaces.MultiBinary)
@@ -223,3 +223,23 @@ def _integer_bounds(space: spaces.Space) -> tuple[np.ndarray, np.ndarray]:
         return low, low + np.asarray(space.nvec, dtype=np.int64).ravel() - 1
     size = int(np.prod(space.shape or ()))
     return np.zeros(size, np.int64), np.ones(size, np.int64)
+
+
+class CheckersBySize:
+    """An :class:`ActionChecker` per batch size, each made once: the checkers of batches
+    of some envs (``send``, ``step(actions, env_ids)``, an actor's rows).
+    """
+
+    def __init__(self, single_space: spaces.Space, agents: tuple[str, ...] | None = None
+                 ) -> None:
+        self.space = single_space
+        self.agents = agents
+        self._made: dict[int, ActionChecker] = {}
+
+    def __call__(self, count: int) -> ActionChecker:
+        """The checker of a batch of ``count`` envs."""
+        checker = self._made.get(count)
+        if checker is None:
+            checker = self._made[count] = ActionChecker(
+                self.space, batch_space(self.space, count), count, self.agents)
+        return checker

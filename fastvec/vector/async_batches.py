@@ -19,12 +19,11 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector.utils import batch_space
 
 from fastvec._kernels.stepping import Autoreset
 from fastvec.errors import NoAsyncCallError
 from fastvec.pool.base import Pool
-from fastvec.spaces.actions import ActionChecker
+from fastvec.spaces.actions import CheckersBySize
 from fastvec.vector.arguments import refuse_ended
 from fastvec.vector.base import BatchedVecEnv
 from fastvec.vector.call_state import CallState, guarded
@@ -98,7 +97,7 @@ class AsyncBatches:
         self.resetting = np.zeros(n, dtype=np.bool_)  # in flight: a reset
         self.any_in_flight = False  # after the last recv()
         self.block_size = self.num_envs // n
-        self.checkers: dict[int, ActionChecker] = {}
+        self.checkers = CheckersBySize(single_action_space, pool.about.agents)
         self.sent_ids: np.ndarray | None = None  # the last batch recv() returned ...
         self.sent_blocks: list[int] = []  # ... and its blocks
         self.sent_bytes = b""
@@ -166,12 +165,7 @@ class AsyncBatches:
     def send(self, actions: Any, env_ids: Any) -> None:
         """Step exactly the envs ``env_ids``; see ``RemoteVecEnv.send``."""
         ids, blocks = self._check_env_ids(env_ids)
-        checker = self.checkers.get(len(ids))
-        if checker is None:
-            checker = ActionChecker(self.single_action_space,
-                                    batch_space(self.single_action_space, len(ids)), len(ids),
-                                    self.pool.about.agents)
-            self.checkers[len(ids)] = checker
+        checker = self.checkers(len(ids))
         checked = checker.check(actions, env_ids=ids)  # messages name envs by their env_ids
         if self.mode_code == Autoreset.DISABLED:
             refuse_ended(self.buffers.needs_reset, ids,

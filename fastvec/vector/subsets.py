@@ -14,11 +14,10 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector.utils import batch_space
 
 from fastvec._kernels.stepping import Autoreset
 from fastvec.pool.base import Pool
-from fastvec.spaces.actions import ActionChecker
+from fastvec.spaces.actions import CheckersBySize
 from fastvec.vector.arguments import refuse_ended
 from fastvec.vector.episode_stats import EpisodeStats
 from fastvec.vector.game_infos import add_game_infos
@@ -44,7 +43,7 @@ class Subsets:
         self.seats = 1 if agents is None else len(agents)
         self.mode = mode
         self.stats = stats
-        self._checkers: dict[int, ActionChecker] = {}
+        self.checker = CheckersBySize(single_action_space, agents)  # by batch size
 
     def step(self, pool: Pool, actions: Any, env_ids: Any
              ) -> tuple[Any, np.ndarray, np.ndarray, np.ndarray, dict]:
@@ -124,15 +123,6 @@ class Subsets:
     def blocks(self, ids: np.ndarray) -> list[int]:
         """The blocks that hold ``ids``, ascending."""
         return np.unique(np.searchsorted(self.starts, ids, side="right") - 1).tolist()
-
-    def checker(self, count: int) -> ActionChecker:
-        """The action checker of a batch of ``count`` envs (made once per size)."""
-        checker = self._checkers.get(count)
-        if checker is None:
-            checker = ActionChecker(self.space, batch_space(self.space, count), count,
-                                    self.agents)
-            self._checkers[count] = checker
-        return checker
 
     def seeds(self, seed: Any, ids: np.ndarray) -> list:
         """Per-row seeds (every row; None where not reset) of a reset of ``ids``.

@@ -261,6 +261,19 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture
+def fastvec_only(impl: Any, request: pytest.FixtureRequest) -> None:
+    """For a test of what only fastvec has: skip under ``--impl gymnasium``; and where
+    the test parametrizes ``backend`` itself, start the test run's Ray (or skip) for Ray,
+    as the ``backend`` fixture does."""
+    if backends.is_gymnasium(impl):
+        pytest.skip(f"fastvec only ({request.module.__name__}): Gymnasium's vector envs "
+                    "lack it")
+    callspec = getattr(request.node, "callspec", None)
+    if callspec is not None and callspec.params.get("backend") == backends.RAY:
+        request.getfixturevalue("ray_session")
+
+
+@pytest.fixture
 def make_envs(vec_envs: VecEnvs, backend: str) -> Callable[..., Any]:
     """``make_envs(env_fns, **kwargs)``: a vector env of ``backend`` under test, closed
     after the test."""

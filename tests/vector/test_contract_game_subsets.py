@@ -29,16 +29,6 @@ GAMES = {"relay": RelayGame, "turns": TurnGame}
 NUM_GAMES = 3
 
 
-@pytest.fixture
-def fastvec_only(impl: Any, request: pytest.FixtureRequest) -> None:
-    """Skip under ``--impl gymnasium``; start the test run's Ray (or skip) for Ray."""
-    if backends.is_gymnasium(impl):
-        pytest.skip("games as rows are fastvec's")
-    callspec = getattr(request.node, "callspec", None)
-    if callspec is not None and callspec.params.get("backend") == RAY:
-        request.getfixturevalue("ray_session")
-
-
 PARAMS = [backends.param(b, game, mode, id=f"{game}-{mode.value}")
           for game in GAMES for mode in MODES for b in (SYNC, SUBPROC)]
 PARAMS += [backends.param(LOCAL, "turns", AutoresetMode.NEXT_STEP, id="turns-next"),

@@ -46,16 +46,6 @@ def subset_params() -> list:
     return params
 
 
-@pytest.fixture
-def fastvec_only(impl: Any, request: pytest.FixtureRequest) -> None:
-    """Skip under ``--impl gymnasium``; start the test run's Ray (or skip) for Ray."""
-    if backends.is_gymnasium(impl):
-        pytest.skip("env_ids are fastvec's: Gymnasium's vector envs step every env")
-    callspec = getattr(request.node, "callspec", None)
-    if callspec is not None and callspec.params.get("backend") == RAY:
-        request.getfixturevalue("ray_session")
-
-
 class Singles:
     """One ``SyncVectorEnv`` of one env per env: what each env does alone."""
 

@@ -38,7 +38,7 @@ from fastvec.pool.build import local_pool, process_pool
 from fastvec.pool.env_fns import checked, close_quietly
 from fastvec.pool.local import LocalPool
 from fastvec.pool.reports import ErrorReport, report_error
-from fastvec.spaces.actions import ActionChecker
+from fastvec.spaces.actions import ActionChecker, CheckersBySize
 
 __all__ = ["EnvActor", "pack", "packed_size", "unpack"]
 
@@ -121,7 +121,7 @@ class EnvActor:
         self.first_row = self.first * pool.seats
         action_space = pool.about.action_space
         self.checker = ActionChecker(action_space, batch_space(action_space, count), count)
-        self.checkers: dict[int, ActionChecker] = {}  # for steps of some rows, by count
+        self.checkers = CheckersBySize(action_space)  # for steps of some rows
         record_size = 0 if self.records is None else self.records.shape[1]
         self.out = np.zeros(packed_size(count, record_size), dtype=np.uint8)
         return pool.about
@@ -145,20 +145,11 @@ class EnvActor:
             else:
                 blocks = [b for b, (a, z) in enumerate(pool.bounds)
                           if ((rows >= a) & (rows < z)).any()]
-                pool.post_step(blocks, actions, self._checker(len(rows)), rows)
+                pool.post_step(blocks, actions, self.checkers(len(rows)), rows)
                 _, entries = pool.collect_entries(blocks, "a step")
         except BaseException as exc:  # noqa: B036 - reported to the trainer
             return self._report(exc, self._current())
         return self._reply(entries)
-
-    def _checker(self, count: int) -> ActionChecker:
-        """The checker of a batch of ``count`` actions (made once per count)."""
-        checker = self.checkers.get(count)
-        if checker is None:
-            space = self.checker.space
-            checker = self.checkers[count] = ActionChecker(space, batch_space(space, count),
-                                                           count)
-        return checker
 
     def reset(self, seeds: list, options: dict | None, mask: np.ndarray | None) -> Reply:
         """Reset the block's envs (those in ``mask``) with per-env seeds."""
