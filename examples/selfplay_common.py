@@ -192,7 +192,7 @@ def write_outputs(args: Any, agent: nn.Module, league: League, title: str) -> No
 class Rollout:
     """``(num_steps, num_rows)`` tensors; ``sample[t, r]``: row r was the learner's, to move."""
 
-    obs: torch.Tensor  # int8 boards
+    obs: torch.Tensor  # int8 boards (or the observations' own dtype)
     masks: torch.Tensor
     actions: torch.Tensor
     logprobs: torch.Tensor
@@ -203,9 +203,9 @@ class Rollout:
 
     @classmethod
     def zeros(cls, num_steps: int, num_rows: int, board: tuple[int, ...],
-              num_actions: int) -> Rollout:
+              num_actions: int, dtype: torch.dtype = torch.int8) -> Rollout:
         shape = (num_steps, num_rows)
-        return cls(torch.zeros(shape + board, dtype=torch.int8),
+        return cls(torch.zeros(shape + board, dtype=dtype),
                    torch.zeros(shape + (num_actions,), dtype=torch.bool),
                    torch.zeros(shape, dtype=torch.long), torch.zeros(shape), torch.zeros(shape),
                    torch.zeros(shape), torch.zeros(shape), torch.zeros(shape, dtype=torch.bool))

@@ -46,6 +46,7 @@ MODULES = [
     "fastvec.selfplay.ratings",
     "fastvec.selfplay.evaluation",
     "fastvec.selfplay.players",
+    "fastvec.selfplay.seats",
     "fastvec.integrations.rllib",  # imports Ray only when an env is registered
 ]
 

@@ -3,9 +3,10 @@
 Both play a list of *matches* (one player per seat) on a vector env of games:
 each game of the env plays the next match of the list when its previous game
 ends, until every match is over (games left without a match play their first
-legal move meanwhile, unjudged).  A match is judged like a league game: the
-player whose seat got the most reward over the game wins; equal best returns
-are a draw.  Envs with async batches (``batch_size < num_envs``) are driven with
+legal move meanwhile, unjudged).  A match is judged like a league game, by the
+seat's score (:func:`fastvec.selfplay.seats.score`: the share of the other seats
+whose return is below its own, ties half; above one half a win, below a loss).
+Envs with async batches (``batch_size < num_envs``) are driven with
 ``send`` / ``recv``; others with ``step``.  The envs are reset (seeded with
 ``seed``) at the start; they must auto-reset (``NEXT_STEP`` or ``SAME_STEP``).
 """
@@ -23,7 +24,7 @@ from gymnasium.vector import AutoresetMode
 from fastvec.selfplay.players import Act, call_player, first_legal
 from fastvec.selfplay.pool import LEARNER
 from fastvec.selfplay.ratings import fit_elo, ranked
-from fastvec.selfplay.seats import RESULTS, Seats, judge
+from fastvec.selfplay.seats import RESULTS, Seats, judge, score
 
 __all__ = ["Evaluation", "Tournament", "evaluate", "play_matches", "tournament", "wilson"]
 
@@ -156,12 +157,11 @@ def tournament(envs: Any, players: Mapping[str, Act], games_per_pair: int, *,
                 pairs.append((names.index(a), names.index(b), seat))
     scores = np.zeros((len(names), len(names)))
     games = np.zeros((len(names), len(names)))
-    points = {"win": 1.0, "draw": 0.5, "loss": 0.0}
     for (i, j, seat), got in zip(pairs, play_matches(envs, players, matches, seed=seed),
                                  strict=True):
-        score = points[judge(got, seat)]
-        scores[i, j] += score
-        scores[j, i] += 1.0 - score
+        points = score(got, seat)
+        scores[i, j] += points
+        scores[j, i] += 1.0 - points
         games[i, j] += 1
         games[j, i] += 1
     index = None if center is None else names.index(center)

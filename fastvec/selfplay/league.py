@@ -39,12 +39,11 @@ from fastvec.selfplay.sampling import (
     parse_sampling,
     sampling_from_state,
 )
-from fastvec.selfplay.seats import RESULTS, Seats, judge
+from fastvec.selfplay.seats import RESULTS, Seats, judge, score
 from fastvec.selfplay.settings import SHARES, check_settings, parse_shares
 
 __all__ = ["RESULTS", "League", "Outcome"]
 
-SCORES = {"win": 1.0, "draw": 0.5, "loss": 0.0}
 class Outcome(NamedTuple):
     """A finished game, from the learner's point of view (self-play: from seat 0's)."""
 
@@ -72,7 +71,7 @@ class League:
             ``"recency"``, or a :class:`PFSP`, :class:`Uniform`, :class:`Recency`.
         snapshot_every: Learner steps (moves of the learner) between snapshots; None: off.
         snapshot_win_rate: Snapshot when the learner's score against its opponents since
-            the last snapshot (wins plus half the draws, per game) reaches this ...
+            the last snapshot (its mean score per game) reaches this ...
         snapshot_min_games: ... over at least this many games.  None: off.
         max_snapshots: Snapshots kept in the pool; beyond, one is evicted by ``eviction``.
         eviction: ``"oldest"`` or ``"weakest"`` (lowest rating); never the newest.
@@ -377,12 +376,13 @@ class League:
         seat = int(self.learner_seat[game]) if opponent else 0
         result, mine = judge(returns, seat), float(returns[seat])
         if opponent:
+            points = score(returns, seat)
             entry = self.pool.by_code(opponent)
-            entry.record(SCORES[result], self.win_rate_window)
+            entry.record(points, self.win_rate_window)
             self.learner_rating, entry.rating = elo_update(
-                self.learner_rating, entry.rating, SCORES[result], self.elo_k)
+                self.learner_rating, entry.rating, points, self.elo_k)
             self.since_snapshot["games"] += 1
-            self.since_snapshot["score"] += SCORES[result]
+            self.since_snapshot["score"] += points
             self.pool.game_over(opponent)
         self.games += 1
         self.learner_seat[game] = (self.learner_seat[game] + 1) % self.seats.num_seats

@@ -19,20 +19,33 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["RESULTS", "Seats", "batch_rows", "judge"]
+__all__ = ["RESULTS", "Seats", "batch_rows", "judge", "score"]
 
 RESULTS = ("win", "draw", "loss")
 """The results of a game, from one seat's point of view."""
 
 
-def judge(returns: np.ndarray, seat: int) -> str:
-    """The result of ``seat`` in a game whose seats got ``returns`` over it: a win if
-    its return is above every other seat's, a loss if some seat's is above it.
+def score(returns: np.ndarray, seat: int) -> float:
+    """The score of ``seat`` in a game whose seats got ``returns`` over it: the share of
+    the other seats whose return is below its own, a tie counting half (two seats: 1 a
+    win, 0.5 a draw, 0 a loss; three: 1 alone in first place, 0.5 in the middle, 0 last).
+
+    >>> score(np.array([2.0, -1.0, -1.0]), 0), score(np.array([-1.0, 2.0, -1.0]), 0)
+    (1.0, 0.25)
     """
-    values = [float(r) for r in returns]
-    mine = values.pop(seat)
-    best_other = max(values)
-    return "win" if mine > best_other else "loss" if mine < best_other else "draw"
+    values = np.asarray(returns, dtype=np.float64)
+    others = np.delete(values, seat)
+    mine = values[seat]
+    return float(((others < mine).sum() + 0.5 * (others == mine).sum()) / others.size)
+
+
+def judge(returns: np.ndarray, seat: int) -> str:
+    """The result of ``seat`` in a game whose seats got ``returns`` over it, from its
+    :func:`score`: a win above one half, a loss below, a draw at one half (two seats: a
+    win if its return is above the other's, a loss if below).
+    """
+    value = score(returns, seat)
+    return "win" if value > 0.5 else "loss" if value < 0.5 else "draw"
 
 
 def batch_rows(env_ids: Any, num_rows: int) -> np.ndarray:

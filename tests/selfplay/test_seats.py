@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from fastvec.selfplay.seats import Seats, batch_rows, judge
+from fastvec.selfplay.seats import Seats, batch_rows, judge, score
 from tests.selfplay.helpers import ending, layout, quiet
 
 
@@ -70,7 +72,20 @@ def test_an_async_batch_ends_only_its_own_games() -> None:
 
 @pytest.mark.parametrize("returns, seat, result", [
     ([1.0, -1.0], 0, "win"), ([1.0, -1.0], 1, "loss"), ([0.5, 0.5], 1, "draw"),
-    ([0.0, 2.0, 2.0], 1, "draw"), ([3.0, 2.0, 2.0], 1, "loss"), ([0.0, 2.0, 1.0], 1, "win"),
+    ([0.0, 2.0, 2.0], 1, "win"), ([3.0, 2.0, 2.0], 1, "loss"), ([0.0, 2.0, 1.0], 1, "win"),
+    ([3.0, 2.0, 1.0], 1, "draw"), ([1.0, 1.0, 1.0], 2, "draw"), ([0.0, 0.0, 1.0], 0, "loss"),
 ])
 def test_judge(returns: list, seat: int, result: str) -> None:
     assert judge(np.array(returns), seat) == result
+
+
+@given(st.lists(st.integers(-3, 3), min_size=2, max_size=5), st.data())
+def test_scores_of_all_seats_add_up_to_half_the_pairs(returns: list, data) -> None:
+    """Every pair of seats shares one point: the scores times (seats - 1) add up to the
+    number of pairs, and a seat's score is 1 exactly when it alone has the best return."""
+    values = np.array(returns, dtype=float)
+    n = len(values)
+    scores = [score(values, s) for s in range(n)]
+    assert sum(scores) * (n - 1) == pytest.approx(n * (n - 1) / 2)
+    seat = data.draw(st.integers(0, n - 1))
+    assert (scores[seat] == 1.0) == (values[seat] > np.delete(values, seat).max())

@@ -254,3 +254,32 @@ def test_tictactoe_equals_the_reference_loop_in_same_step(vec_envs: Any, backend
     actual = _run(env, 100, actions)
     for t, (got, want) in enumerate(zip(actual, expected, strict=True)):
         assert_tree_equal(list(got), list(want), path=f"step {t}")
+
+
+@pytest.mark.parametrize("mode", [AutoresetMode.NEXT_STEP, AutoresetMode.SAME_STEP],
+                         ids=lambda m: m.value)
+@pytest.mark.parametrize("players", [2, 3])
+@pytest.mark.parametrize("backend", [backends.param(b) for b in
+                                     (backends.SYNC, backends.SUBPROC, backends.LOCAL,
+                                      backends.RAY)])
+def test_openspiel_poker_equals_the_reference_loop(vec_envs: Any, backend: str, players: int,
+                                                   mode: AutoresetMode, request: Any) -> None:
+    """OpenSpiel's Kuhn poker as rows (fastvec.openspiel): chance inside the games, the
+    returns at the end; both actions are legal at every decision of Kuhn poker."""
+    pytest.importorskip("pyspiel")
+    from fastvec.openspiel import OpenSpielGame
+
+    game = functools.partial(OpenSpielGame, game=f"kuhn_poker(players={players})")
+    kwargs = {"num_workers": 2} if backend != backends.SYNC else {}
+    if backend == backends.RAY:
+        if (players, mode) != (3, AutoresetMode.NEXT_STEP):
+            pytest.skip("Ray: one case (an actor takes ~0.5 s to start)")
+        request.getfixturevalue("ray_session")  # the one Ray of the test run
+        kwargs = {"num_actors": 2}
+    env = vec_envs.make_backend(backend, [game] * 4, autoreset_mode=mode, **kwargs)
+    rng = np.random.default_rng(5)
+    actions = [rng.integers(0, 2, env.num_envs) for _ in range(25)]
+    expected = reference_run(game, 4, 100, actions, mode)
+    actual = _run(env, 100, actions)
+    for t, (got, want) in enumerate(zip(actual, expected, strict=True)):
+        assert_tree_equal(list(got), list(want), path=f"step {t}")
