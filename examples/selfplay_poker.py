@@ -1,0 +1,356 @@
+"""Self-play on OpenSpiel's poker games, driven by a fastvec league: exact exploitability.
+
+    python examples/selfplay_poker.py --game kuhn_poker --export strategy.pt
+    python examples/selfplay_poker.py --game "kuhn_poker(players=3)" --total-steps 2500000
+    python examples/selfplay_poker.py --game leduc_poker --plot nash_conv.png
+    python examples/selfplay_poker.py --game kuhn_poker --no-league   # naive self-play
+    python examples/selfplay_poker.py --help                         # every setting
+
+``--num-games`` games of the OpenSpiel game run as one fastvec vector env of
+rows (``fastvec.openspiel.OpenSpielGame``: each row observes its player's
+``information_state_tensor`` and the legal-action mask; chance is played inside
+the game).  A :class:`fastvec.selfplay.League` gives each game's seats to the
+learner (self-play: every seat makes samples) or to the learner in one seat and a
+frozen snapshot of it, drawn by PFSP, in the others; with ``--no-league`` the
+learner only plays itself.
+
+One network (MLPs over the information state, which names the player) plays every
+seat.  The default update (``--method mmd``) is magnetic mirror descent in logit
+space fitted by regression: per state ``logits <- (logits + eta * A + eta * alpha *
+magnet) / (1 + eta * alpha)``, each sample estimating the advantages ``A`` without
+bias by importance weighting; the magnet is the judged strategy below.
+``--method ppo`` is CleanRL's clipped PPO with an entropy bonus, for comparison.
+
+The judged strategy is an exponential moving average of the actor's weights
+(``--ema-decay``).  Every ``--eval-every`` agent-steps (moves of every seat) its
+strategy, the softmax of its logits over the legal actions, is handed to OpenSpiel,
+which computes its NashConv exactly (``fastvec.openspiel.nash_conv``): the sum over
+players of what a best response to the others gains, 0 at a Nash equilibrium.
+``--export PATH`` writes it as TorchScript: ``forward(info_state float32 [B, D],
+legal_mask bool [B, A]) -> logits [B, A]`` (illegal actions at -1e9); ``--plot
+PATH`` draws NashConv over agent-steps; ``--history PATH`` writes the curve as JSON.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import json
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from selfplay_common import (  # noqa: E402  (the examples' own helpers, beside this file)
+    PPO,
+    PlainGames,
+    Rollout,
+    collect,
+    report_throughput,
+    row_advantages,
+)
+
+from fastvec.multiagent import make_multiagent  # noqa: E402
+from fastvec.openspiel import OpenSpielGame, load_game, nash_conv, softmax_policy  # noqa: E402
+from fastvec.selfplay import PFSP, League  # noqa: E402
+
+
+@dataclass
+class Args(PPO):
+    """Hyperparameters; each is also a command-line flag (``num_games`` is ``--num-games``)."""
+
+    game: str = "kuhn_poker"  # an OpenSpiel game with information-state tensors
+    num_games: int = 128
+    total_steps: int = 2_000_000  # agent-steps: moves of every seat in every game
+    backend: str = "sync"  # see selfplay_common.BACKENDS
+    seed: int = 1
+    num_steps: int = 32  # env steps per rollout
+    hidden: int = 128
+    learning_rate: float = 1e-3
+    anneal_lr: bool = False  # decay the learning rate linearly to 0
+    gamma: float = 1.0
+    gae_lambda: float = 1.0
+    update_epochs: int = 8
+    num_minibatches: int = 4
+    ent_coef: float = 0.02  # entropy bonus, decaying linearly to ent_final
+    ent_final: float = 0.0
+    magnet_coef: float = 0.2  # the pull towards the magnet (ppo: a reverse KL)
+    magnet: str = "ema"  # "uniform", "copy" (the learner every magnet_every updates), "ema"
+    magnet_every: int = 10
+    ema_decay: float = 0.99  # >0: judge and export an average of the actor's weights
+    method: str = "mmd"  # "ppo" (clipped, entropy bonus) or "mmd" (mirror descent by regression)
+    mmd_eta: float = 0.5  # mmd: the step size in logit space
+    anneal_eta: bool = True  # mmd: decay the step size linearly to 0
+    explore: float = 0.0  # the learner's moves are uniformly random with this probability
+    league: bool = True  # False: naive self-play, the learner plays only itself
+    snapshot_share: float = 0.5  # games against a snapshot (the rest: self-play)
+    snapshot_every: int = 50_000  # learner steps between snapshots
+    max_snapshots: int = 20
+    eval_every: int = 100_000  # agent-steps between NashConv checks
+    export: str = ""  # write the final strategy as TorchScript here
+    plot: str = ""  # plot NashConv over agent-steps here
+    history: str = ""  # write the NashConv curve (and the settings) as JSON here
+
+
+class Agent(nn.Module):
+    """MLPs over the information state: masked logits, and the value of each action (the
+    state's value is their mean under the strategy)."""
+
+    def __init__(self, size: int, num_actions: int, hidden: int) -> None:
+        super().__init__()
+
+        def mlp(out: int) -> nn.Sequential:
+            return nn.Sequential(nn.Linear(size, hidden), nn.Tanh(), nn.Linear(hidden, hidden),
+                                 nn.Tanh(), nn.Linear(hidden, out))
+
+        self.actor, self.critic = mlp(num_actions), mlp(num_actions)
+        nn.init.zeros_(self.actor[-1].weight)
+        nn.init.zeros_(self.actor[-1].bias)  # the uniform strategy to start
+
+    def forward(self, info_state: torch.Tensor,
+                legal_mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Logits [B, A] (illegal actions at -1e9) and values [B]."""
+        logits = self.actor(info_state).masked_fill(~legal_mask, -1e9)
+        return logits, (torch.softmax(logits, 1) * self.critic(info_state)).sum(1)
+
+
+class Strategy(nn.Module):
+    """What ``--export`` writes: the learner's masked logits, no value head."""
+
+    def __init__(self, agent: Agent) -> None:
+        super().__init__()
+        self.actor = copy.deepcopy(agent.actor).eval()
+
+    def forward(self, info_state: torch.Tensor, legal_mask: torch.Tensor) -> torch.Tensor:
+        """Logits [B, A] of information states [B, D] with legal masks [B, A]."""
+        return self.actor(info_state.float()).masked_fill(~legal_mask.to(torch.bool), -1e9)
+
+
+def logits_of(agent: Agent) -> Any:
+    """The agent's logits as a numpy function of (info_state, legal_mask)."""
+    def logits(info_state: np.ndarray, legal_mask: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            return agent(torch.as_tensor(info_state), torch.as_tensor(legal_mask))[0].numpy()
+    return logits
+
+
+def average(judged: Agent, agent: Agent, decay: float) -> None:
+    """``judged`` becomes the exponential moving average of ``agent``'s weights (decay 0:
+    a copy of them)."""
+    with torch.no_grad():
+        for mean, now in zip(judged.parameters(), agent.parameters(), strict=True):
+            mean.mul_(decay).add_(now, alpha=1.0 - decay)
+
+
+def make_rows(args: Args) -> Any:
+    """The vector env of ``args.num_games`` games on ``args.backend`` (``plain``: the
+    games stepped one by one in a Python loop, without fastvec, for comparison)."""
+    if args.backend == "plain":
+        return PlainGames(functools.partial(OpenSpielGame, game=args.game), args.num_games)
+    kwargs = {"local": {"num_workers": 1, "local_block": True},
+              "subproc": {"num_workers": 2}, "sync": {}}[args.backend]
+    return make_multiagent(OpenSpielGame, args.num_games,
+                           backend="sync" if args.backend == "sync" else "subproc",
+                           vector_kwargs=kwargs, game=args.game)
+
+
+def update(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, roll: Rollout,
+           args: Args, progress: float) -> None:
+    """PPO's clipped update with an entropy bonus and a reverse-KL pull to the magnet."""
+    left = max(0.0, 1.0 - progress)
+    optimizer.param_groups[0]["lr"] = args.learning_rate * left if args.anneal_lr \
+        else args.learning_rate
+    ent_coef = args.ent_final + (args.ent_coef - args.ent_final) * left
+    advantages, trainable = row_advantages(roll, args.gamma, args.gae_lambda)
+    returns = advantages + roll.values
+    b_obs, b_masks = roll.obs[trainable].float(), roll.masks[trainable]
+    b_actions, b_logprobs = roll.actions[trainable], roll.logprobs[trainable]
+    b_advantages, b_returns = advantages[trainable], returns[trainable]
+    num_samples = len(b_obs)
+    minibatch = max(1, num_samples // args.num_minibatches)
+    for _ in range(args.update_epochs):
+        order = torch.randperm(num_samples)
+        for begin in range(0, num_samples, minibatch):
+            mb = order[begin:begin + minibatch]
+            logits, value = agent(b_obs[mb], b_masks[mb])
+            logp_all = torch.log_softmax(logits, 1)
+            probs = logp_all.exp()
+            logprob = logp_all.gather(1, b_actions[mb].unsqueeze(1)).squeeze(1)
+            entropy = -(probs * logp_all).sum(1)
+            ratio = (logprob - b_logprobs[mb]).exp()
+            adv = b_advantages[mb]
+            policy_loss = torch.max(
+                -adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
+            taken = agent.critic(b_obs[mb]).gather(1, b_actions[mb].unsqueeze(1)).squeeze(1)
+            loss = policy_loss - ent_coef * entropy.mean() \
+                + args.vf_coef * 0.5 * (taken - b_returns[mb]).pow(2).mean()
+            if args.magnet_coef and args.magnet != "uniform":
+                with torch.no_grad():
+                    anchor = torch.log_softmax(magnet(b_obs[mb], b_masks[mb])[0], 1)
+                kl = (probs * (logp_all - anchor)).sum(1)
+                loss = loss + args.magnet_coef * kl.mean()
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            optimizer.step()
+
+
+def update_mmd(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, roll: Rollout,
+               args: Args, progress: float) -> None:
+    """One step of magnetic mirror descent in logit space, fitted by regression.
+
+    Per information state the step is ``logits <- (logits + eta * A + eta * alpha *
+    magnet_logits) / (1 + eta * alpha)`` over the legal actions (centred: a constant
+    per state does not change the strategy), with ``A`` the advantage of every action.
+    Each sample estimates ``A`` without bias: ``(G - V(s)) / pi(a)`` on the action
+    ``a`` it took with probability ``pi(a)``, 0 on the others (``G`` its return).  The
+    actor regresses onto the samples' targets, so its fit averages them per state; the
+    critic regresses onto the returns of the actions taken.
+    """
+    left = max(0.0, 1.0 - progress)
+    optimizer.param_groups[0]["lr"] = args.learning_rate * left if args.anneal_lr \
+        else args.learning_rate
+    eta = args.mmd_eta * (left if args.anneal_eta else 1.0)
+    alpha = args.magnet_coef
+    advantages, trainable = row_advantages(roll, args.gamma, args.gae_lambda)
+    returns = advantages + roll.values
+    b_obs, b_masks = roll.obs[trainable].float(), roll.masks[trainable]
+    b_actions, b_returns = roll.actions[trainable], returns[trainable]
+    b_probs = roll.logprobs[trainable].exp()
+    legal = b_masks.float()
+    num_samples = len(b_obs)
+    minibatch = max(1, num_samples // args.num_minibatches)
+
+    def centred(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return (logits - (logits * mask).sum(1, keepdim=True) / mask.sum(1, keepdim=True)) * mask
+
+    with torch.no_grad():
+        old = agent.actor(b_obs)
+        estimate = torch.zeros_like(old).scatter_(
+            1, b_actions.unsqueeze(1), (advantages[trainable] / b_probs).unsqueeze(1))
+        towards = magnet.actor(b_obs) if args.magnet != "uniform" else torch.zeros_like(old)
+        target = centred((old + eta * estimate + eta * alpha * towards) / (1 + eta * alpha),
+                         legal)
+    for _ in range(args.update_epochs):
+        order = torch.randperm(num_samples)
+        for begin in range(0, num_samples, minibatch):
+            mb = order[begin:begin + minibatch]
+            error = centred(agent.actor(b_obs[mb]), legal[mb]) - target[mb]
+            values = agent.critic(b_obs[mb]).gather(1, b_actions[mb].unsqueeze(1)).squeeze(1)
+            loss = error.pow(2).sum(1).mean() \
+                + args.vf_coef * 0.5 * (values - b_returns[mb]).pow(2).mean()
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
+            optimizer.step()
+
+
+def plot(curves: dict[str, list[tuple[int, float]]], path: str, title: str) -> None:
+    """NashConv over agent-steps, one line per curve, log scale."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for label, points in curves.items():
+        steps, values = zip(*points, strict=True)
+        ax.plot(steps, values, label=label)
+    ax.set_yscale("log")
+    ax.set_xlabel("agent-steps")
+    ax.set_ylabel("NashConv (exact, OpenSpiel)")
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Train, measure NashConv along the way and at the end, export; the final figures."""
+    args = PPO.parse(Args, argv, __doc__)
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(1)
+    generator = torch.Generator().manual_seed(args.seed)
+    game = load_game(args.game)
+    size, num_actions = game.information_state_tensor_size(), game.num_distinct_actions()
+    envs = make_rows(args)
+    league = League.from_env(
+        envs, shares={"self_play": 1.0 - args.snapshot_share, "snapshots": args.snapshot_share}
+        if args.league else {"self_play": 1.0},
+        sampling=PFSP("hard", power=2.0, floor=0.05),
+        snapshot_every=args.snapshot_every if args.league else None,
+        max_snapshots=args.max_snapshots, seed=args.seed)
+    agent = Agent(size, num_actions, args.hidden)
+    magnet = copy.deepcopy(agent).requires_grad_(False)
+    judged = copy.deepcopy(agent).requires_grad_(False)  # the average (or the learner)
+    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
+    snapshots: dict[str, Agent] = {}
+    roll = Rollout.zeros(args.num_steps, envs.num_envs, (size,), num_actions, torch.float32)
+    clock = {"env": 0.0, "eval": 0.0}
+    curve: list[tuple[int, float]] = []
+    agent_steps, next_eval, updates = 0, 0, 0
+    obs, infos = envs.reset(seed=args.seed)
+    start = time.perf_counter()
+
+    def check() -> None:
+        began = time.perf_counter()
+        value = nash_conv(game, softmax_policy(logits_of(judged)))
+        clock["eval"] += time.perf_counter() - began
+        curve.append((agent_steps, value))
+        print(f"step {agent_steps:>10,}  {began - start:7.1f} s  NashConv {value:.4f}  "
+              f"pool {len(league.pool_ids)}", flush=True)
+
+    try:
+        while True:
+            if agent_steps >= next_eval:
+                check()
+                next_eval += args.eval_every
+            if agent_steps >= args.total_steps:
+                break
+            progress = agent_steps / args.total_steps
+            obs, infos, moves = collect(envs, league, agent, snapshots, roll, obs, infos,
+                                        generator, clock, explore=args.explore)
+            agent_steps += moves
+            (update_mmd if args.method == "mmd" else update)(agent, magnet, optimizer, roll,
+                                                              args, progress)
+            updates += 1
+            average(judged, agent, args.ema_decay)
+            if args.magnet == "ema":
+                magnet.load_state_dict(judged.state_dict())
+            elif args.magnet == "copy" and updates % args.magnet_every == 0:
+                magnet.load_state_dict(agent.state_dict())
+            if league.snapshot_due:
+                snapshots[league.add_snapshot()] = copy.deepcopy(agent).requires_grad_(False)
+            for policy in league.pop_retired():
+                del snapshots[policy]
+        elapsed = time.perf_counter() - start
+    finally:
+        envs.close()
+    final = curve[-1][1]
+    print(f"\n{agent_steps:,} agent-steps in {elapsed:.1f} s; NashConv of the final strategy "
+          f"{final:.4f} ({args.game}, {'league' if args.league else 'naive self-play'})")
+    report_throughput(agent_steps, elapsed, clock, args.backend)
+    if args.export:
+        torch.jit.save(torch.jit.script(Strategy(judged)), args.export)
+        print(f"strategy written to {args.export} (TorchScript)")
+    label = "league" if args.league else "naive self-play"
+    if args.plot:
+        plot({label: curve}, args.plot, f"{args.method.upper()} on {args.game}")
+    if args.history:
+        with open(args.history, "w") as file:
+            json.dump({"args": asdict(args), "curve": curve, "seconds": elapsed,
+                       "agent_steps": agent_steps, "env_seconds": clock["env"]}, file)
+    return {"agent_steps": agent_steps, "seconds": elapsed, "nash_conv": final,
+            "curve": curve, "clock": clock, "agent": judged, "league": league}
+
+
+if __name__ == "__main__":
+    main()
