@@ -332,6 +332,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for policy in league.pop_retired():
                 del snapshots[policy]
         elapsed = time.perf_counter() - start
+        if curve[-1][0] != agent_steps:
+            check()  # the final strategy is always judged
     finally:
         envs.close()
     final = curve[-1][1]
