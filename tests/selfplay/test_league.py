@@ -312,3 +312,23 @@ def test_the_same_seed_gives_the_same_draws() -> None:
 
     assert run(7) == run(7)
     assert run(7) != run(8)
+
+
+def test_three_seats_rotate_and_rate_by_the_share_of_seats_beaten() -> None:
+    """One three-seat game against a fixed opponent: the learner's seat moves 0, 1, 2, 0;
+    first place alone scores 1, the middle 0.5, last 0; Elo moves by that score."""
+    league = League(*layout(1, 3), opponents={"fixed": first_legal}, shares={"fixed": 1.0},
+                    elo_k=16.0, seed=0)
+    returns = [[2.0, -1.0, -1.0], [1.0, 0.0, -1.0], [1.0, 0.0, -1.0], [-1.0, 3.0, -2.0]]
+    expected = [("win", 1.0), ("draw", 0.5), ("loss", 0.0), ("draw", 0.5)]
+    for game, (values, (result, score)) in enumerate(zip(returns, expected, strict=True)):
+        seat = game % 3
+        assert int(league.learner_seat[0]) == seat and league.opponents == ("fixed",)
+        before = league.learner_rating
+        chance = 1.0 / (1.0 + 10.0 ** ((league.entry("fixed").rating - before) / 400.0))
+        rewards = dict(enumerate(values))
+        (outcome,) = league.update(*ending(1, 3, [0], rewards))
+        assert (outcome.learner_seat, outcome.result) == (seat, result)
+        assert outcome.learner_return == values[seat]
+        assert league.learner_rating - before == pytest.approx(16.0 * (score - chance))
+    assert league.entry("fixed").games == 4
