@@ -16,7 +16,10 @@ a ``numpy.random.Generator`` or None), so the same seed plays the same moves.
 
 Players: :class:`PerfectTicTacToe` (full minimax from
 a table of every position) and :class:`NegamaxConnectFour` (a full-width, fixed-depth
-negamax over bitboards, level by level over the whole batch).  The values they act on:
+negamax over bitboards, level by level over the whole batch; tactics only: it scores
+wins and losses within its depth and every other leaf 0, so it plays at random unless
+a tactic is in reach).  ``connect_four_search.py`` adds ``HeuristicConnectFour``, the
+same search with a window heuristic at the leaves.  The values they act on:
 :func:`tictactoe_values`, :func:`connect_four_scores` and, for one position in plain
 Python, :func:`alphabeta_scores` (the reference the vectorized search is tested against).
 An occupied tic-tac-toe cell has value -2 (the table is int8); a full connect-four column
@@ -26,6 +29,7 @@ scores :data:`ILLEGAL`.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -42,6 +46,12 @@ ILLEGAL = -1_000_000
 """The score of a full connect-four column, below every real score (tic-tac-toe: -2)."""
 
 Seed = int | np.random.Generator | None
+Leaf = Callable[[np.ndarray, np.ndarray], np.ndarray]
+"""A connect-four evaluation ``leaf(pieces, mask) -> values``: int64 bitboards of the
+pieces of the side that just moved and of all pieces (the layout below), int values for
+that side, of magnitude under 900 (below every win within the depth)."""
+GridLeaf = Callable[[list[list[int]], int], int]
+"""The same evaluation in plain Python, ``leaf(grid, who) -> value`` for ``who``."""
 
 
 def _choose(scores: np.ndarray, action_mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -151,43 +161,49 @@ def _winning_cells(cur: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return r & (_BOARD ^ mask)
 
 
-def _search(cur: np.ndarray, mask: np.ndarray, depth: int) -> np.ndarray:
+def _search(cur: np.ndarray, mask: np.ndarray, depth: int, leaf: Leaf | None) -> np.ndarray:
     """Root move scores ``[N, 7]`` (int32) of a full-width negamax to ``depth`` plies.
 
     Every node has 7 children, even after an illegal, winning or board-filling move:
     those children are expanded like the rest (the shapes stay regular) and their values
-    ignored when the scores are backed up, ply by ply, with max and negation.
+    ignored when the scores are backed up, ply by ply, with max and negation.  A move at
+    ``depth`` that neither wins nor fills the board scores 0, or ``leaf(pieces, mask)``
+    of the position after it (``pieces``: the mover's).
     """
-    levels = []  # per ply k: (legal, win, full) of each move, [nodes at ply k - 1, 7]
+    levels = []  # per ply k: (legal, win, full, value) of each move, [nodes at ply k - 1, 7]
     for k in range(1, depth + 1):
         piece = (mask[:, None] + _BOTTOM) & _COLUMN  # 0: the column is full
         legal = piece != 0
         win = (piece & _winning_cells(cur, mask)[:, None]) != 0
+        after = mask[:, None] | piece
         if k == depth:
-            levels.append((legal, win, None))
+            value = 0 if leaf is None else \
+                leaf((cur[:, None] | piece).ravel(), after.ravel()).reshape(legal.shape)
+            levels.append((legal, win, after == _BOARD, value))
             break
         cur = np.repeat(cur ^ mask, 7)  # the opponent's pieces: the next mover's
-        mask = (mask[:, None] | piece).ravel()
-        levels.append((legal, win, mask.reshape(legal.shape) == _BOARD))
+        mask = after.ravel()
+        levels.append((legal, win, after == _BOARD, None))
     value = None
     for k in range(len(levels), 0, -1):
-        legal, win, full = levels[k - 1]
-        rest = 0 if value is None else -value.reshape(legal.shape)
-        if full is not None:
-            rest = np.where(full, 0, rest)
+        legal, win, full, rest = levels[k - 1]
+        if rest is None:
+            rest = -value.reshape(legal.shape)
+        rest = np.where(full, 0, rest)
         scores = np.where(legal, np.where(win, _WIN - k, rest), ILLEGAL).astype(np.int32)
         value = scores.max(axis=1)
     return scores
 
 
-def connect_four_scores(observation: np.ndarray, depth: int,
-                        max_nodes: int = 1 << 21) -> np.ndarray:
+def connect_four_scores(observation: np.ndarray, depth: int, max_nodes: int = 1 << 21,
+                        leaf: Leaf | None = None) -> np.ndarray:
     """Negamax score of each root move, mover's view: ``[B, 7]`` int32.
 
     A win at ply ``k`` (``k = 1`` the root move itself) scores ``1000 - k`` for the side
     that wins, so ``+(1000 - k)`` or ``-(1000 - k)`` here; a full board with no winner and
-    every leaf at ``depth`` plies score 0 (no evaluation).  A full column scores
-    :data:`ILLEGAL`.  The root is taken to be undecided (no four on the board yet).
+    every leaf at ``depth`` plies score 0 (no evaluation; ``leaf``, if given, scores
+    them instead: :data:`Leaf`).  A full column scores :data:`ILLEGAL`.  The root is
+    taken to be undecided (no four on the board yet).
 
     The whole tree is expanded, ``B * 7**depth`` nodes, ``max_nodes`` of them at a time
     (positions in chunks): full-width minimax gives exactly the root scores that
@@ -201,7 +217,7 @@ def connect_four_scores(observation: np.ndarray, depth: int,
     out = np.empty((len(cur), 7), dtype=np.int32)
     for start in range(0, len(cur), chunk):
         end = start + chunk
-        out[start:end] = _search(cur[start:end], mask[start:end], depth)
+        out[start:end] = _search(cur[start:end], mask[start:end], depth, leaf)
     return out
 
 
@@ -209,7 +225,8 @@ class NegamaxConnectFour:
     """Connect four by negamax to ``depth`` plies, uniformly random among the best moves.
 
     Scores as :func:`connect_four_scores`: quicker wins and slower losses are preferred;
-    moves that neither win nor lose within ``depth`` plies are all equal.
+    moves that neither win nor lose within ``depth`` plies are all equal (tactics only:
+    ``connect_four_search.HeuristicConnectFour`` tells them apart).
     """
 
     def __init__(self, depth: int, seed: Seed = None) -> None:
@@ -241,41 +258,46 @@ def _fours_through(grid: list[list[int]], row: int, col: int) -> bool:
 
 
 def _move_score(grid: list[list[int]], col: int, who: int, ply: int, depth: int,
-                alpha: float, beta: float) -> float:
+                alpha: float, beta: float, leaf: GridLeaf | None = None) -> float:
     """Score for ``who`` of dropping into ``col`` at ``ply`` (the column has room)."""
     row = max(r for r in range(6) if grid[r][col] == 0)  # row 0 is the top
     grid[row][col] = who
     if _fours_through(grid, row, col):
         score: float = _WIN - ply
-    elif ply == depth or all(grid[0]):
+    elif all(grid[0]):
         score = 0
+    elif ply == depth:
+        score = 0 if leaf is None else leaf(grid, who)
     else:
-        score = -_negamax(grid, 3 - who, ply + 1, depth, -beta, -alpha)
+        score = -_negamax(grid, 3 - who, ply + 1, depth, -beta, -alpha, leaf)
     grid[row][col] = 0
     return score
 
 
 def _negamax(grid: list[list[int]], who: int, ply: int, depth: int,
-             alpha: float, beta: float) -> float:
+             alpha: float, beta: float, leaf: GridLeaf | None) -> float:
     """Alpha-beta value for ``who`` to move, its moves being at ``ply`` (fail-soft)."""
     best = -float("inf")
     for col in range(7):
         if grid[0][col] == 0:
-            best = max(best, _move_score(grid, col, who, ply, depth, alpha, beta))
+            best = max(best, _move_score(grid, col, who, ply, depth, alpha, beta, leaf))
             alpha = max(alpha, best)
             if alpha >= beta:
                 break
     return best
 
 
-def alphabeta_scores(board: np.ndarray, depth: int) -> np.ndarray:
+def alphabeta_scores(board: np.ndarray, depth: int,
+                     leaf: GridLeaf | None = None) -> np.ndarray:
     """The scores of :func:`connect_four_scores` for one ``[6, 7, 2]`` position: ``[7]``.
 
     Plain Python alpha-beta on a grid, each root move searched with a full window; the
-    reference for the vectorized search.
+    reference for the vectorized search.  ``leaf(grid, who)``, if given, scores the
+    moves at ``depth`` for ``who`` (1 or 2) from the grid after them (``6 x 7`` lists,
+    row 0 the top, 0 an empty cell), as ``leaf`` does in :func:`connect_four_scores`.
     """
     obs = np.asarray(board)
     grid = (obs[..., 0] + 2 * obs[..., 1]).astype(int).tolist()  # 1: the mover's
     inf = float("inf")
-    return np.array([_move_score(grid, col, 1, 1, depth, -inf, inf) if grid[0][col] == 0
+    return np.array([_move_score(grid, col, 1, 1, depth, -inf, inf, leaf) if grid[0][col] == 0
                      else ILLEGAL for col in range(7)], dtype=np.int32)

@@ -10,8 +10,10 @@ row per seat (the trainer steps half of them, one worker process the other half)
 A :class:`fastvec.selfplay.League` gives each game's seats to the learner (pure
 self-play: both seats make samples) or to the learner and an opponent drawn from
 its pool: frozen snapshots (one every ``--snapshot-every`` learner steps,
-prioritized fictitious self-play) and a random player.  Each step runs one
-batched forward pass per policy over the rows it plays that are to move.
+prioritized fictitious self-play), a random player and shallow heuristic search
+(``--search-depths``, 1 and 2 plies; ``connect_four_search.py``), the last two
+drawn by PFSP among themselves.  Each step runs one batched forward pass per
+policy over the rows it plays that are to move.
 
 The network sees the board and its mirror image as one position (the canonical
 one of the two: the lesser, cell by cell), so what it learns of a position holds
@@ -21,8 +23,11 @@ the learner's own moves are uniformly random with probability ``--explore``
 (kept as off-policy samples: PPO's ratio weighs them).
 
 Every ``--eval-every`` agent-steps the greedy learner plays ``--eval-games``
-games against negamax search of depth 3 (``search_players.py``), half from each
-seat; at the end, ``--final-games`` games a seat against depth 3 and depth 5.
+games, half from each seat, against each of two search players of depth 3 that it
+never trains against: ``negamax-3``, tactics only (``search_players.py``: wins and
+losses within 3 plies, every other leaf 0), and ``heuristic-3``, the same search
+scoring those leaves by a window heuristic (``connect_four_search.py``); at the
+end, ``--final-games`` games a seat against both kinds at depth 3 and depth 5.
 ``--export PATH`` writes its greedy policy as TorchScript: ``forward(observation
 float32 [B, 6, 7, 2], action_mask bool [B, 7]) -> logits [B, 7]`` (illegal moves
 at -1e9).
@@ -31,6 +36,7 @@ at -1e9).
 from __future__ import annotations
 
 import copy
+import dataclasses
 import sys
 import time
 from dataclasses import dataclass
@@ -42,6 +48,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from connect_four_search import HeuristicConnectFour  # noqa: E402
 from search_players import NegamaxConnectFour  # noqa: E402
 from selfplay_common import (  # noqa: E402  (the examples' own helpers, beside this file)
     PPO,
@@ -58,6 +65,11 @@ from selfplay_common import (  # noqa: E402  (the examples' own helpers, beside 
 
 from fastvec.selfplay import evaluate  # noqa: E402
 
+KINDS = ("negamax-d: tactics-only search, negamax to d plies that scores wins and losses and "
+         "every other leaf 0 (search_players.py);\nheuristic-d: the same search scoring those "
+         "leaves by a window heuristic: centre column, open twos and threes "
+         "(connect_four_search.py)")
+
 
 @dataclass
 class Args(PPO):
@@ -72,9 +84,11 @@ class Args(PPO):
     channels: int = 32  # cnn: channels of its convolutions
     hidden: int = 128
     threats: bool = True  # input planes of the cells that would complete four (fixed convs)
-    self_play_share: float = 0.6  # games with the learner in both seats
-    snapshot_share: float = 0.35  # games against a snapshot (PFSP)
+    self_play_share: float = 0.5  # games with the learner in both seats
+    snapshot_share: float = 0.3  # games against a snapshot (PFSP)
     random_share: float = 0.05  # games against the random player
+    search_share: float = 0.15  # games against heuristic search of search_depths
+    search_depths: str = "1,2"  # heuristic search trained against (not 3 or 5: the evaluation's)
     snapshot_every: int = 200_000  # learner steps between snapshots
     max_snapshots: int = 20
     opening_plies: int = 4  # each game opens with 0..4 random moves (no samples)
@@ -171,8 +185,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     generator = torch.Generator().manual_seed(args.seed)
     envs = make_games("connect_four_v3", args.num_games, args.backend)
     eval_envs = make_games("connect_four_v3", min(args.eval_games, 200), "sync")
-    league = make_league(envs, args)
+    # The fixed opponents (the random player and shallow heuristic search) share the
+    # league's "fixed" games, drawn by PFSP as the snapshots are.
+    depths = [int(d) for d in args.search_depths.split(",") if d.strip()]
+    if {3, 5} & set(depths):
+        raise ValueError("heuristic search of depth 3 and 5 judges the learner: not an opponent")
+    league = make_league(envs, dataclasses.replace(
+        args, random_share=args.random_share + args.search_share))
+    for d in depths:
+        league.add_opponent(f"heuristic-{d}", HeuristicConnectFour(d, seed=args.seed + 20 + d))
     league.add_anchor("negamax-3", NegamaxConnectFour(3, seed=args.seed + 1))
+    league.add_anchor("heuristic-3", HeuristicConnectFour(3, seed=args.seed + 2))
     agent = Agent(args.net, args.channels, args.hidden, args.threats)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     snapshots: dict[str, Agent] = {}
@@ -186,15 +209,17 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     def check() -> None:
         began = time.perf_counter()
-        (result,) = league.evaluate(eval_envs, greedy_player(agent), args.eval_games,
-                                    anchors=["negamax-3"], seed=args.seed + 2).values()
+        results = league.evaluate(eval_envs, greedy_player(agent), args.eval_games,
+                                  anchors=["negamax-3", "heuristic-3"], seed=args.seed + 2)
         clock["eval"] += time.perf_counter() - began
-        print(f"step {agent_steps:>10,}  {began - start:7.1f} s  vs negamax-3: win "
-              f"{result.rate('win', 0):6.1%} / {result.rate('win', 1):6.1%}  loss "
-              f"{result.rate('loss', 0):6.1%} / {result.rate('loss', 1):6.1%} (first/second)"
+        rates = "  ".join(
+            f"vs {name}: win {r.rate('win', 0):6.1%} / {r.rate('win', 1):6.1%}  loss "
+            f"{r.rate('loss', 0):6.1%} / {r.rate('loss', 1):6.1%}" for name, r in results.items())
+        print(f"step {agent_steps:>10,}  {began - start:7.1f} s  {rates} (first/second)"
               f"  rating {league.learner_rating:6.0f}  pool {len(league.pool_ids)}",
               flush=True)
 
+    print(KINDS, flush=True)
     try:
         while True:
             if agent_steps >= next_eval:
@@ -213,7 +238,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 del snapshots[policy]
         elapsed = time.perf_counter() - start
         began = time.perf_counter()
-        anchors = {f"negamax-{d}": NegamaxConnectFour(d, seed=args.seed + d) for d in (3, 5)}
+        anchors = {**{f"negamax-{d}": NegamaxConnectFour(d, seed=args.seed + d) for d in (3, 5)},
+                   **{f"heuristic-{d}": HeuristicConnectFour(d, seed=args.seed + 10 + d)
+                      for d in (3, 5)}}
         final = evaluate(eval_envs, greedy_player(agent), anchors, 2 * args.final_games,
                          seed=args.seed + 10)
         final_seconds = time.perf_counter() - began
@@ -223,6 +250,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"\n{agent_steps:,} agent-steps in {elapsed:.1f} s of training "
           f"(+{final_seconds:.1f} s for the final games)")
     report_throughput(agent_steps, elapsed, clock, args.backend)
+    print(KINDS)
     for result in final.values():
         print(result.summary())
     print(league.table())

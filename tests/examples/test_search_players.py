@@ -325,3 +325,156 @@ def test_depth_must_be_positive() -> None:
         sp.NegamaxConnectFour(0)
     with pytest.raises(ValueError):
         sp.connect_four_scores(np.zeros((1, 6, 7, 2), dtype=np.int8), 0)
+
+
+# --- connect four: the heuristic search (connect_four_search.py) ------------------------------
+
+cs = _load(ROOT / "examples" / "connect_four_search.py", "connect_four_search")
+
+
+def _grid(obs: np.ndarray) -> list[list[int]]:
+    """A ``[6, 7, 2]`` observation as the plain reference's grid: 1 the mover's, 2 the other's."""
+    return (obs[..., 0] + 2 * obs[..., 1]).astype(int).tolist()
+
+
+def _four_through(grid: np.ndarray, row: int, col: int) -> bool:
+    """Whether the piece at ``(row, col)`` makes four in a line (runs from it, each way)."""
+    for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+        run = 1
+        for sign in (1, -1):
+            r, c = row + sign * dr, col + sign * dc
+            while 0 <= r < 6 and 0 <= c < 7 and grid[r, c] == grid[row, col]:
+                run, r, c = run + 1, r + sign * dr, c + sign * dc
+        if run >= 4:
+            return True
+    return False
+
+
+@functools.cache
+def _positions() -> np.ndarray:
+    """100 undecided positions after 0 to 41 random moves that win nothing (as
+    :func:`_random_position`, quicker), the first four of 0, 1, 40 and 41 moves."""
+    rng = np.random.default_rng(11)
+    lengths = rng.integers(0, 42, size=100)
+    lengths[:4] = [0, 1, 40, 41]  # the empty board, one piece, boards about to fill up
+    boards = []
+    for length in lengths:
+        grid = np.zeros((6, 7), dtype=np.int8)
+        who = 1
+        for _ in range(length):
+            choices = []
+            for col in np.flatnonzero(grid[0] == 0):
+                row = np.flatnonzero(grid[:, col] == 0).max()
+                grid[row, col] = who
+                if not _four_through(grid, row, col):
+                    choices.append((row, col))
+                grid[row, col] = 0
+            if not choices:
+                break
+            grid[choices[rng.integers(len(choices))]] = who
+            who = 3 - who
+        boards.append(np.stack([grid == who, grid == 3 - who], axis=-1))
+    return np.array(boards, dtype=np.int8)
+
+
+def test_heuristic_equals_the_plain_window_count_on_random_positions() -> None:
+    obs = _positions()
+    values = cs.heuristic_values(obs)
+    expected = [cs.heuristic_value(_grid(o), 1) for o in obs]
+    np.testing.assert_array_equal(values, expected)
+    # Zero-sum: the same position from the other side's view is worth the opposite.
+    np.testing.assert_array_equal(cs.heuristic_values(obs[..., ::-1]), -values)
+    assert values[0] == 0 and len(set(values.tolist())) > 30
+    assert np.abs(values).max() <= 3 * 6 + 5 * 69  # below every win: wins dominate
+
+
+def test_heuristic_worked_by_hand() -> None:
+    """The mover holds the bottom row's columns 0-2 and the centre cell above column 3's
+    bottom is empty; the opponent holds column 6's two bottom cells and the bottom of 3."""
+    grid = np.zeros((6, 7), dtype=np.int8)  # row 0 the top
+    grid[5, [0, 1, 2]] = 1
+    grid[[5, 4], 6] = 2
+    obs = np.stack([grid == 1, grid == 2], axis=-1).astype(np.int8)[None]
+    # Mover: an open three (columns 0-3 of the bottom row) 5, an open two (1-4) 2.
+    # Opponent: an open two in column 6 (heights 0-3) -2.
+    assert cs.heuristic_values(obs).tolist() == [5 + 2 - 2]
+    grid[5, 3] = 2  # now the bottom row is blocked, and the opponent has a centre piece
+    obs = np.stack([grid == 1, grid == 2], axis=-1).astype(np.int8)[None]
+    # Mover: nothing open in the bottom row; diagonals and columns hold one piece each.
+    # Opponent: centre 3, column 6's open two 2, the bottom row 3-6 (two of theirs) 2.
+    assert cs.heuristic_values(obs).tolist() == [-(3 + 2 + 2)]
+    assert cs.heuristic_value(_grid(obs[0]), 1) == -(3 + 2 + 2)
+
+
+def test_popcount_without_bitwise_count(monkeypatch: pytest.MonkeyPatch) -> None:
+    """numpy before 2.0 has no ``bitwise_count``: the fallback counts the same bits."""
+    x = np.random.default_rng(0).integers(0, 1 << 62, size=500, dtype=np.int64)
+    x[:3] = [0, 1, (1 << 49) - 1]
+    expected = [bin(v).count("1") for v in x.tolist()]
+    monkeypatch.delattr(np, "bitwise_count", raising=False)
+    np.testing.assert_array_equal(cs._popcount(x), expected)
+
+
+@pytest.mark.parametrize("depth", [1, 2, 3, 4])
+def test_heuristic_search_equals_plain_alphabeta(depth: int) -> None:
+    obs = _positions()[::{1: 2, 2: 3, 3: 6, 4: 17}[depth]]  # 50, 34, 17 and 6 of them
+    scores = cs.heuristic_scores(obs, depth, max_nodes=7**depth * 3)  # several chunks
+    expected = np.stack([cs.heuristic_alphabeta_scores(o, depth) for o in obs])
+    np.testing.assert_array_equal(scores, expected)
+    assert (expected == sp.ILLEGAL).any() and (expected == 999).any()
+    quiet = (np.abs(expected) < 900) & (expected != sp.ILLEGAL)
+    assert len(set(expected[quiet].tolist())) > 5  # the leaves are evaluated, not 0
+
+
+def test_heuristic_scores_are_mirror_symmetric() -> None:
+    obs = _positions()
+    scores = cs.heuristic_scores(obs, 3)
+    np.testing.assert_array_equal(cs.heuristic_scores(obs[:, :, ::-1], 3), scores[:, ::-1])
+
+
+@pytest.mark.parametrize(("moves", "best", "depths"), [
+    ([0, 6, 0, 6, 0, 6], 0, (1, 2, 3, 5)),  # player_1 wins at once in column 0 (vertical)
+    ([0, 0, 1, 1, 2, 6], 3, (1, 2, 3, 5)),  # player_1 wins at once in column 3 (bottom row)
+    ([0, 1, 1, 2, 3, 2, 2, 3, 6, 3], 3, (1, 2, 3, 5)),  # player_1 wins on a diagonal
+    ([0, 6, 0, 6, 0], 0, (2, 3, 4, 5)),  # player_2 blocks column 0
+    ([0, 0, 1, 1, 2], 3, (2, 3, 4, 5)),  # player_2 blocks column 3
+    ([0, 1, 1, 2, 3, 2, 2, 3, 3], 3, (2, 3, 4, 5)),  # player_2 blocks the diagonal
+])
+def test_heuristic_takes_wins_and_blocks_losses(moves: list[int], best: int,
+                                                depths: tuple[int, ...]) -> None:
+    obs = _connect_four_env(moves).last()[0]
+    for depth in depths:
+        moves_made = cs.HeuristicConnectFour(depth, seed=0)(*_batch(obs)).tolist()
+        scores = cs.heuristic_scores(obs["observation"][None], depth)[0]
+        if depth <= 3:
+            np.testing.assert_array_equal(
+                scores, cs.heuristic_alphabeta_scores(obs["observation"], depth))
+        assert moves_made == [best], (depth, scores)
+
+
+def test_heuristic_search_beats_tactics_only_search_of_the_same_depth() -> None:
+    env = _pettingzoo().connect_four_v3.env()
+    first, second = env.possible_agents
+    wins = 0
+    for game in range(20):
+        seat, other = (first, second) if game % 2 else (second, first)
+        rewards = _play(env, {seat: cs.HeuristicConnectFour(2, seed=game),
+                              other: sp.NegamaxConnectFour(2, seed=game)}, seed=game)
+        wins += rewards[seat] == 1
+    assert wins >= 16  # these seeded 20 games: 20 (depth 1: 19, depth 3: 20)
+
+
+def test_heuristic_seeds_and_depth() -> None:
+    """Columns 2 and 4 of the empty board are mirror images, equally scored: the ties
+    are broken at random, by the player's own seed."""
+    obs = np.zeros((40, 6, 7, 2), dtype=np.int8)
+    mask = np.zeros((40, 7), dtype=bool)
+    mask[:, [2, 4]] = True
+    moves = cs.HeuristicConnectFour(3, seed=1)(obs, mask)
+    assert set(moves.tolist()) == {2, 4}
+    np.testing.assert_array_equal(cs.HeuristicConnectFour(3, seed=1)(obs, mask), moves)
+    full = np.ones((40, 7), dtype=bool)
+    assert (cs.HeuristicConnectFour(3, seed=1)(obs, full) == 3).all()  # the centre
+    assert cs.HeuristicConnectFour(2, seed=0)(obs[:0], full[:0]).shape == (0,)
+    with pytest.raises(ValueError):
+        cs.HeuristicConnectFour(0)
