@@ -32,9 +32,8 @@ from __future__ import annotations
 import numpy as np
 from search_players import (
     _BOARD,
-    Seed,
+    NegamaxConnectFour,
     _bitboards,
-    _choose,
     alphabeta_scores,
     connect_four_scores,
 )
@@ -121,7 +120,7 @@ def heuristic_scores(observation: np.ndarray, depth: int,
     return connect_four_scores(observation, depth, max_nodes, leaf=_evaluate)
 
 
-class HeuristicConnectFour:
+class HeuristicConnectFour(NegamaxConnectFour):
     """Connect four by negamax to ``depth`` plies with the window heuristic at the leaves
     (the module's docstring), uniformly random among the moves of the best score.
 
@@ -129,15 +128,9 @@ class HeuristicConnectFour:
     Depth 5 takes about 5 ms a position (``max_nodes`` leaves at a time).
     """
 
-    def __init__(self, depth: int, seed: Seed = None) -> None:
-        if depth < 1:
-            raise ValueError(f"depth must be at least 1, got {depth}")
-        self.depth = depth
-        self.rng = np.random.default_rng(seed)
-
-    def __call__(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
-        """One move of best score per row."""
-        return _choose(heuristic_scores(observation, self.depth), action_mask, self.rng)
+    def scores(self, observation: np.ndarray) -> np.ndarray:
+        """The root score of every move of every row (:func:`heuristic_scores`)."""
+        return heuristic_scores(observation, self.depth)
 
 
 # --- the plain reference -----------------------------------------------------------------

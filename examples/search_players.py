@@ -237,7 +237,11 @@ class NegamaxConnectFour:
 
     def __call__(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
         """One move of best score per row."""
-        return _choose(connect_four_scores(observation, self.depth), action_mask, self.rng)
+        return _choose(self.scores(observation), action_mask, self.rng)
+
+    def scores(self, observation: np.ndarray) -> np.ndarray:
+        """The root score of every move of every row (:func:`connect_four_scores`)."""
+        return connect_four_scores(observation, self.depth)
 
 
 # --- connect four: the plain reference ----------------------------------------------------
