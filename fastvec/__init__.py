@@ -17,6 +17,8 @@ semantics, so trainers written for Gymnasium work unchanged.
 - :func:`tile_images`: the frames of ``render()`` as one image.
 - :class:`FrameStack`: the vector envs' ``frame_stack`` option (frames stacked in
   the batch's records, as ``FrameStackObservation`` stacks them).
+- :class:`RestartBudget`: ``max_restarts`` with rate limits (restarts per worker or
+  actor, and in all, within a window of seconds) for ``on_worker_failure="restart"``.
 - :mod:`fastvec.errors`: the errors fastvec raises.
 
 Example:
@@ -57,6 +59,7 @@ from fastvec import errors
 from fastvec._version import __version__ as __version__
 from fastvec.make import make
 from fastvec.multiagent import make_multiagent
+from fastvec.pool.restarts import RestartBudget
 from fastvec.registration import register
 from fastvec.spaces.frame_stack import FrameStack
 from fastvec.tiling import tile_images
@@ -64,6 +67,6 @@ from fastvec.vector.ray import RayVecEnv
 from fastvec.vector.subproc import SubprocVecEnv
 from fastvec.vector.sync import SyncVecEnv
 
-__all__ = ["FrameStack", "RayVecEnv", "SubprocVecEnv", "SyncVecEnv", "errors", "make",
-           "make_multiagent", "register", "tile_images"]
+__all__ = ["FrameStack", "RayVecEnv", "RestartBudget", "SubprocVecEnv", "SyncVecEnv", "errors",
+           "make", "make_multiagent", "register", "tile_images"]
 

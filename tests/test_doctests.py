@@ -43,6 +43,7 @@ MODULES = [
     "fastvec.vector.arguments",
     "fastvec.vector.subproc",
     "fastvec.vector.async_batches",
+    "fastvec.pool.restarts",
     "fastvec.selfplay.ratings",
     "fastvec.selfplay.evaluation",
     "fastvec.selfplay.players",

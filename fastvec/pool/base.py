@@ -19,8 +19,11 @@ is reported (``on_failure="raise"``) or rebuilt and reset (``"restart"``: its
 envs report ``truncations`` on a failed step and ``infos["worker_restarted"]``;
 each restart is logged and counted up to ``max_restarts``, see
 :mod:`fastvec.pool.restarts`); an observation that does not fit its space is
-always raised; a wait cut short (deadline, Ctrl-C) or a dead worker leaves the
-pool ``broken`` and every later call refuses with the reason.
+always raised; a block past the vector env's ``timeout`` is a failure like a dead
+one (``WorkerTimeout``: raised, or with ``"restart"`` its host is killed and the
+block rebuilt); a wait cut short otherwise (the wait's own deadline, Ctrl-C), or a
+dead or hung block not restarted, leaves the pool ``broken`` and every later call
+refuses with the reason.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from fastvec._kernels.infos import batch_infos
-from fastvec.errors import FastVecError, ObservationError, WorkerError
+from fastvec.errors import FastVecError, ObservationError, WorkerError, WorkerTimeout
 from fastvec.pool.about import About
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.restarts import Restarts
@@ -256,11 +259,11 @@ class Pool(ABC):
         assert restarts is not None
         for b, exc in failures.items():
             try:
-                restarts.check_limit(exc)
+                restarts.check_limit(exc, b, self.block_name(b))
             except BaseException:
                 self.note_dead(failures.values())
                 raise
-            restarts.record(self.unit_bounds[b], self.unit_name, exc)
+            restarts.record(self.unit_bounds[b], self.unit_name, exc, b)
             replies[b] = self.restart(b, restart_truncates)
         return blocks, [entry for b in blocks for entry in replies[b]]
 
@@ -272,8 +275,9 @@ class Pool(ABC):
         return entries + [(i, {"worker_restarted": True}) for i in range(start, stop)]
 
     def note_dead(self, failures: Any) -> None:
-        """Mark the pool unusable if any of ``failures`` is a worker that died."""
+        """Mark the pool unusable if any of ``failures`` is a worker that died or hung."""
         for exc in failures:
-            if isinstance(exc, WorkerError) and exc.exitcode is not None:
+            if isinstance(exc, WorkerTimeout) or (isinstance(exc, WorkerError)
+                                                  and exc.exitcode is not None):
                 self.broken = str(exc)
                 return

@@ -20,7 +20,12 @@ from fastvec.pool.local import LocalPool
 from fastvec.pool.obs_store import make_obs_store
 from fastvec.pool.process.pool import ProcessPool
 from fastvec.pool.process.workers import usable_cpus
-from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS, Restarts, check_failure_policy
+from fastvec.pool.restarts import (
+    DEFAULT_MAX_RESTARTS,
+    RestartBudget,
+    Restarts,
+    check_failure_policy,
+)
 from fastvec.spaces.frame_stack import FrameStack
 from fastvec.spaces.observation_mode import (
     ObservationMode,
@@ -72,7 +77,7 @@ def process_pool(env_fns: Sequence[Callable[[], Any]], mode: int, copy: bool,
                  num_workers: int | None = None, context: str | None = None,
                  timeout: float | None = None, on_worker_failure: str = "raise",
                  observation_mode: ObservationMode = "same",
-                 max_restarts: int | None = DEFAULT_MAX_RESTARTS,
+                 max_restarts: int | RestartBudget | None = DEFAULT_MAX_RESTARTS,
                  local_block: bool = False, daemon: bool = True,
                  frame_stack: FrameStack | None = None) -> ProcessPool:
     """Worker processes for ``env_fns``, in contiguous blocks (with ``local_block``, block
@@ -130,10 +135,10 @@ def check_timeout(timeout: float | None) -> None:
         raise ValueError(f"expected a positive timeout in seconds or None, got {timeout}")
 
 
-def failure_policy(num_envs: int, on_failure: str, max_restarts: int | None
-                   ) -> Restarts | None:
-    """``on_worker_failure`` and ``max_restarts`` checked; the restart counter for
-    ``"restart"``.
+def failure_policy(num_envs: int, on_failure: str,
+                   max_restarts: int | RestartBudget | None) -> Restarts | None:
+    """``on_worker_failure`` and ``max_restarts`` (an int, None or a ``RestartBudget``)
+    checked; the restart counter and budget for ``"restart"``.
     """
     check_failure_policy(on_failure, max_restarts)
     return Restarts(num_envs, max_restarts) if on_failure == "restart" else None

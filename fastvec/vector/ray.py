@@ -15,7 +15,7 @@ import gymnasium as gym
 from gymnasium.vector import AutoresetMode
 
 from fastvec.pool.env_fns import env_functions
-from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS
+from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS, RestartBudget
 from fastvec.spaces.frame_stack import FrameStack, parse_frame_stack
 from fastvec.vector.arguments import mode_code, parse_autoreset_mode
 from fastvec.vector.async_batches import RemoteVecEnv, check_batch_size, check_positive
@@ -53,7 +53,8 @@ class RayVecEnv(RemoteVecEnv):
             actor's index) or ``"restart"`` (a new actor rebuilds and resets the block;
             its envs report ``truncations=True`` and ``infos["worker_restarted"]``; each
             restart is logged and counted, as in :class:`fastvec.SubprocVecEnv`).
-        max_restarts: as in :class:`fastvec.SubprocVecEnv` (default 1000).
+        max_restarts: as in :class:`fastvec.SubprocVecEnv` (default 1000; a
+            :class:`fastvec.RestartBudget`'s ``per_block`` counts per actor).
         frame_stack: as in :class:`fastvec.SyncVecEnv` (frames stacked in the actors).
 
     Raises:
@@ -77,7 +78,7 @@ class RayVecEnv(RemoteVecEnv):
         on_worker_failure: str = "raise",
         episode_statistics: bool = False,
         inner_options: dict[str, Any] | None = None,
-        max_restarts: int | None = DEFAULT_MAX_RESTARTS,
+        max_restarts: int | RestartBudget | None = DEFAULT_MAX_RESTARTS,
         *,
         frame_stack: int | FrameStack | None = None,
     ) -> None:

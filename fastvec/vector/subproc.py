@@ -17,7 +17,7 @@ from gymnasium.vector import AutoresetMode
 
 from fastvec.pool.build import default_num_workers, process_pool
 from fastvec.pool.env_fns import env_functions
-from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS
+from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS, RestartBudget
 from fastvec.spaces.frame_stack import FrameStack, parse_frame_stack
 from fastvec.spaces.observation_mode import ObservationMode
 from fastvec.vector.arguments import async_vector_env_options, mode_code, parse_autoreset_mode
@@ -55,7 +55,9 @@ class SubprocVecEnv(RemoteVecEnv):
             logger and is counted in ``restart_counts`` and ``total_restarts``).
         max_restarts: with ``"restart"``, how many restarts in all before the next failure
             raises its ``WorkerError`` instead (default 1000, as RLlib's limit; None: no
-            limit).
+            limit), or a :class:`fastvec.RestartBudget` that also limits the restarts
+            per worker and in all within a window of seconds.  The attribute keeps
+            what was passed.
         episode_statistics: add ``infos["episode"]`` (return, length, time) when an
             episode ends, as Gymnasium's ``RecordEpisodeStatistics`` does.
         local_block: the trainer's process steps the first of ``num_workers + 1``
@@ -111,7 +113,7 @@ class SubprocVecEnv(RemoteVecEnv):
         episode_statistics: bool = False,
         local_block: bool = False,
         observation_mode: ObservationMode = "same",
-        max_restarts: int | None = DEFAULT_MAX_RESTARTS,
+        max_restarts: int | RestartBudget | None = DEFAULT_MAX_RESTARTS,
         *,
         daemon: bool = True,
         max_concurrency: int | None = None,

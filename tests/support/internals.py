@@ -41,3 +41,9 @@ def block_bounds(envs: Any) -> list[tuple[int, int]]:
     """The ``(start, stop)`` rows of each block (with ``local_block``, block 0 is the
     trainer's and block ``b`` is worker ``b - 1``'s)."""
     return list(envs._pool.bounds)
+
+
+def block_name(envs: Any, block: int) -> str:
+    """How messages name the host of ``block``: ``worker 0``, ``actor 1``, ``the local
+    block``."""
+    return envs._pool.block_name(block)

@@ -43,8 +43,9 @@ def _since(ticket: int, base: int) -> int:
 class Workers:
     """Worker processes, one per remote block; ``barrier`` is set once the block is laid out.
 
-    ``restart_dead``: a dead worker is reported as a reply (to be restarted) rather
-    than raised, unless fewer replies than wanted would be left to wait for.
+    ``restart_dead``: a dead worker, or one past the timeout, is reported as a reply (to
+    be restarted) rather than raised, unless fewer replies than wanted would be left
+    to wait for.
     """
 
     barrier: Barrier
@@ -142,6 +143,8 @@ class Workers:
             deadline = min(deadline, self._wait_deadline)
         replies: dict[int, Any] = {}
         barrier = self.barrier
+        if self.restart_dead and self.timeout:  # a hung worker takes its place first
+            self._report_late(waiting, replies, want, what, now)
         while len(replies) < want:
             done = barrier.wait(waiting, want - len(replies), SLICE_SECONDS)
             if done == len(waiting) == want - len(replies):
@@ -173,18 +176,37 @@ class Workers:
                 if not self.restart_dead:
                     raise replies[b]
         # Late: a command older than the timeout, whether or not the trainer needs
-        # that worker for this batch (async batches would silently drop it).
+        # that worker for this batch (async batches would silently drop it).  To be
+        # restarted, it is a failure in its own place, as a dead worker is.
         if self.timeout:
-            late = [self[b].index for b in waiting if now - self.posted_at[b] > self.timeout
-                    and not self.barrier.is_done(b)]
-            if late:
-                raise WorkerTimeout(f"workers {late} did not finish {what} within "
-                                    f"timeout={self.timeout} s")
+            if self.restart_dead:
+                self._report_late(waiting, replies, want, what, now)
+            else:
+                late = [self[b].index for b in self._late(waiting, now)]
+                if late:
+                    raise WorkerTimeout(f"workers {late} did not finish {what} within "
+                                        f"timeout={self.timeout} s")
         if now > self._wait_deadline:
             late = [self[b].index for b in waiting if not self.barrier.is_done(b)]
             if late:
                 raise WorkerTimeout(f"workers {late} did not finish {what} within the "
                                     f"wait's timeout={self.wait_timeout} s")
+
+    def _late(self, blocks: list[int], now: float) -> list[int]:
+        """The blocks among ``blocks`` whose command is older than the timeout, unfinished."""
+        assert self.timeout
+        return [b for b in blocks if now - self.posted_at[b] > self.timeout
+                and not self.barrier.is_done(b)]
+
+    def _report_late(self, waiting: list[int], replies: dict[int, Any], want: int,
+                     what: str, now: float) -> None:
+        """Late workers among ``waiting`` as ``WorkerTimeout`` replies (to be restarted),
+        as many as the wait still wants.
+        """
+        for b in self._late(waiting, now)[:max(want - len(replies), 0)]:
+            waiting.remove(b)
+            replies[b] = WorkerTimeout(f"worker {self[b].index} did not finish {what} "
+                                       f"within timeout={self.timeout} s")
 
     def _dead(self, blocks: list[int]) -> list[int]:
         """The blocks among ``blocks`` whose worker has exited (one poll for all)."""

@@ -11,7 +11,7 @@ from fastvec.pool.base import split_blocks
 from fastvec.pool.build import check_count, check_env_fns, check_timeout, failure_policy
 from fastvec.pool.ray.pool import RayPool
 from fastvec.pool.ray.session import start_local_ray, stop_local_ray
-from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS
+from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS, RestartBudget
 
 __all__ = ["INNER", "INNER_OPTIONS", "ray_pool"]
 
@@ -25,7 +25,8 @@ def ray_pool(env_fns: Sequence[Callable[[], Any]], *, mode: int, copy: bool,
              num_actors: int | None = None, inner: str = "sync",
              inner_options: dict[str, Any] | None = None,
              actor_options: dict[str, Any] | None = None, timeout: float | None = None,
-             on_failure: str = "raise", max_restarts: int | None = DEFAULT_MAX_RESTARTS,
+             on_failure: str = "raise",
+             max_restarts: int | RestartBudget | None = DEFAULT_MAX_RESTARTS,
              frame_stack: Any = None) -> RayPool:
     """Ray actors for ``env_fns`` in contiguous blocks (default: one per alive node), started,
     checked; a Ray bound to 127.0.0.1 is started first if none runs (and stopped again if

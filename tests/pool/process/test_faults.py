@@ -312,15 +312,18 @@ def restart_fns(failure: str) -> list:
         return make_fns(RaisingEnv, 6, per_env={"faulty": faulty}, raise_at=3, episode_len=4)
     if failure == "segfault":
         return crashing_fns(6, 3, mode="segfault", crash_at=3, episode_len=4)
+    if failure == "hang":  # past the timeout: killed and restarted as if it had died
+        return make_fns(HangingEnv, 6, per_env={"faulty": faulty}, hang_at=3, episode_len=4)
     return make_fns(CountingEnv, 6, episode_len=4)  # killed from outside
 
 
 @pytest.mark.crash
-@pytest.mark.parametrize("failure", ["raise", "sigkill-from-outside", "segfault"])
+@pytest.mark.parametrize("failure", ["raise", "sigkill-from-outside", "segfault", "hang"])
 def test_restart_replaces_the_worker_and_reports_its_envs_truncated(
         make_subproc, make_ref, failure):
     envs = make_subproc(restart_fns(failure), num_workers=3, context="fork",
-                        on_worker_failure="restart")
+                        on_worker_failure="restart",
+                        timeout=0.5 if failure == "hang" else None)
     ref = make_ref(make_fns(CountingEnv, 6, episode_len=4))
     fresh_obs = restart_fns(failure)[2]().reset(seed=None)[0]
     block, others = [2, 3], [0, 1, 4, 5]
@@ -408,6 +411,27 @@ def test_restart_in_async_mode(make_subproc):
             assert infos["_worker_restarted"].all()
         envs.send(np.zeros(2, np.int64), ids)
     assert restarted
+
+
+def test_a_hung_worker_is_restarted_in_async_mode(make_subproc):
+    """Past the timeout, a hung worker takes its place in the next batch as a restart,
+    however quickly the healthy one keeps finishing."""
+    fns = make_fns(HangingEnv, 4, per_env={"faulty": [False, False, False, True]}, hang_at=2)
+    envs = make_subproc(fns, num_workers=2, batch_size=2, timeout=0.5,
+                        on_worker_failure="restart")
+    envs.async_reset(seed=0)
+    start = time.monotonic()
+    restarted_at = None
+    while restarted_at is None and time.monotonic() - start < 10.0:
+        obs, rew, term, trunc, infos, ids = envs.recv()
+        if "worker_restarted" in infos:
+            restarted_at = time.monotonic() - start
+            assert list(ids) == [2, 3] and trunc.all() and not term.any()
+        envs.send(np.zeros(2, np.int64), ids)
+    assert restarted_at is not None and 0.5 <= restarted_at < 3.0, restarted_at
+    assert envs.total_restarts == 1
+    ids = envs.recv()[-1]  # and it goes on
+    envs.send(np.zeros(2, np.int64), ids)
 
 
 def test_timeout_in_async_mode(make_subproc):
