@@ -34,11 +34,15 @@ class RayVecEnv(RemoteVecEnv):
     Args:
         env_fns: callables returning ``gymnasium.Env``.
         num_actors: actors, each stepping a contiguous block of envs (default: one per
-            alive Ray node, at most ``num_envs``).
+            alive Ray node that has the resources ``actor_options`` ask for, at most
+            ``num_envs``).
         actor_options: passed to Ray's ``.options()`` for every actor: ``num_cpus``,
             ``resources``, ``scheduling_strategy``, ``runtime_env``...  Defaults:
             ``num_cpus=0``; without a ``scheduling_strategy`` (or placement group)
-            actor ``b`` is pinned to the ``b``-th alive node, round robin.
+            actor ``b`` is pinned to the ``b``-th alive node that has those resources,
+            round robin (``resources={"envs": 1}`` keeps actors on the nodes that offer
+            an ``envs`` resource); a replacement never goes to the node its
+            predecessor died or hung on while another node can host it.
         inner: ``"sync"`` (an actor steps its block in its own process) or
             ``"subproc"`` (through worker processes on the actor's node).
         inner_options: options of those worker processes, named as
@@ -48,7 +52,9 @@ class RayVecEnv(RemoteVecEnv):
         episode_statistics: as in :class:`fastvec.SyncVecEnv`.
         batch_size: below ``num_envs``, async batches of whole actor blocks
             (``async_reset`` / ``recv`` / ``send``), as in :class:`fastvec.SubprocVecEnv`.
-        timeout: seconds a step, reset or call may take before ``WorkerTimeout``.
+        timeout: seconds a step, reset or call may take before ``WorkerTimeout``
+            (with ``on_worker_failure="restart"``, an actor past it is killed and its
+            block restarted, as if it had died: a hung env, or a node stopped or cut off).
         on_worker_failure: ``"raise"`` (a ``WorkerError``; ``worker_index`` is the
             actor's index) or ``"restart"`` (a new actor rebuilds and resets the block;
             its envs report ``truncations=True`` and ``infos["worker_restarted"]``; each

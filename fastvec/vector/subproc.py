@@ -48,7 +48,9 @@ class SubprocVecEnv(RemoteVecEnv):
         copy: as in :class:`fastvec.SyncVecEnv`.
         batch_size: below ``num_envs``, async batches: ``async_reset`` / ``recv`` / ``send``
             on whole worker blocks (a multiple of ``num_envs // num_workers``).
-        timeout: seconds a step, reset or call may take before ``WorkerTimeout``.
+        timeout: seconds a step, reset or call may take before ``WorkerTimeout`` (with
+            ``on_worker_failure="restart"``, a worker past it is killed and its block
+            restarted, as if it had died).
         on_worker_failure: ``"raise"`` (a ``WorkerError``) or ``"restart"`` (respawn the
             worker, rebuild and reset its envs; they report ``truncations=True`` and
             ``infos["worker_restarted"]``; each restart logs a WARNING on the ``fastvec``

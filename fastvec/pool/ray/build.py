@@ -9,6 +9,7 @@ from typing import Any
 
 from fastvec.pool.base import split_blocks
 from fastvec.pool.build import check_count, check_env_fns, check_timeout, failure_policy
+from fastvec.pool.ray.placement import Placement
 from fastvec.pool.ray.pool import RayPool
 from fastvec.pool.ray.session import start_local_ray, stop_local_ray
 from fastvec.pool.restarts import DEFAULT_MAX_RESTARTS, RestartBudget
@@ -28,7 +29,8 @@ def ray_pool(env_fns: Sequence[Callable[[], Any]], *, mode: int, copy: bool,
              on_failure: str = "raise",
              max_restarts: int | RestartBudget | None = DEFAULT_MAX_RESTARTS,
              frame_stack: Any = None) -> RayPool:
-    """Ray actors for ``env_fns`` in contiguous blocks (default: one per alive node), started,
+    """Ray actors for ``env_fns`` in contiguous blocks (default: one per alive node
+    that has the resources ``actor_options`` ask for), started,
     checked; a Ray bound to 127.0.0.1 is started first if none runs (and stopped again if
     the pool cannot be built).
 
@@ -56,8 +58,8 @@ def ray_pool(env_fns: Sequence[Callable[[], Any]], *, mode: int, copy: bool,
     started = start_local_ray()
     try:
         if num_actors is None:
-            alive = sum(1 for node in ray.nodes() if node.get("Alive"))
-            num_actors = max(1, min(num_envs, alive))
+            hosts = Placement.for_options(ray, actor_options or {}).eligible()
+            num_actors = max(1, min(num_envs, len(hosts)))
         return RayPool(env_fns, split_blocks(num_envs, num_actors), inner=inner, mode=mode,
                        copy=copy, actor_options=actor_options, inner_options=inner_options,
                        timeout=timeout, on_failure=on_failure, started_ray=started,

@@ -12,7 +12,10 @@ Failures follow ``fastvec.pool.base``'s policy: an env that raised comes back as
 ``ErrorReport`` (a ``WorkerError`` naming the env and the actor, the remote
 traceback as ``__cause__``); an actor whose call fails inside Ray (its process
 or node died) is a ``WorkerError`` too and leaves the pool unusable, unless
-``on_failure="restart"`` replaces the actor (Ray places it on a live node).
+``on_failure="restart"`` replaces the actor; so is an actor past the ``timeout``
+(``WorkerTimeout``: a hung env, or a node stopped or cut off).  A replacement goes
+to a node :mod:`fastvec.pool.ray.placement` trusts, never the one its
+predecessor died or hung on while there is another.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from fastvec.pool.buffers import Buffers
 from fastvec.pool.env_fns import pickle_blocks
 from fastvec.pool.obs_store import make_obs_store
 from fastvec.pool.ray.actor import EnvActor, unpack
+from fastvec.pool.ray.placement import Placement
 from fastvec.pool.ray.session import stop_local_ray
 from fastvec.pool.reports import ErrorReport, RemoteTraceback, env_failure, rebuild_mistake
 from fastvec.pool.restarts import Restarts
@@ -97,11 +101,13 @@ class RayPool(Pool):
         self._refs: list[Any] = [None] * len(bounds)
         self._posted_at = np.zeros(len(bounds))
         self._dead: set[int] = set()
-        self._placed: list[str | None] = [None] * len(bounds)  # each actor's node
+        self._placed: list[str | None] = [None] * len(bounds)  # each actor's node, if pinned
+        self.placement = Placement.for_options(ray, self._options)
         self.started_ray = started_ray  # close() shuts that Ray down
         try:
+            deadline = time.monotonic() + STARTUP_SECONDS
             for b in range(self.num_blocks):
-                self._actors[b] = self._start_actor(b)
+                self._actors[b] = self._start_actor(b, deadline)
             abouts = self._abouts(range(self.num_blocks), "building its envs")
             self._pids = self._ray.get([actor.pid.remote() for actor in self._actors])
             check_blocks(abouts)
@@ -119,25 +125,25 @@ class RayPool(Pool):
 
     # -- start-up --------------------------------------------------------------------
 
-    def _start_actor(self, b: int, avoid: str | None = None) -> Any:
-        """Actor ``b`` on the ``b``-th alive node (round robin) unless the options place it;
-        ``avoid``: a node not to use if there are others (where the actor it replaces was).
+    def _start_actor(self, b: int, deadline: float) -> Any:
+        """Actor ``b``, pinned to the node :mod:`fastvec.pool.ray.placement` chooses unless
+        the options place it (waiting until ``deadline`` for a node that can host it).
         """
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
         options = self._options
         if "scheduling_strategy" not in options and "placement_group" not in options:
-            options = {**options, "scheduling_strategy": self._spread(b, avoid)}
+            try:
+                node = self.placement.choose(b, deadline)
+            except TimeoutError as exc:
+                raise WorkerError(f"actor {b} could not be started: {exc}",
+                                  worker_index=b) from None
+            self._placed[b] = node
+            options = {**options,
+                       "scheduling_strategy": NodeAffinitySchedulingStrategy(node, soft=False)}
         return self._actor_class.options(**options).remote(
             self._env_fns_bytes[b], self.unit_bounds[b][0], self._inner, self._mode,
             self._inner_options, self._frame_stack)
-
-    def _spread(self, b: int, avoid: str | None) -> Any:
-        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
-
-        nodes = sorted(node["NodeID"] for node in self._ray.nodes() if node.get("Alive"))
-        nodes = [node for node in nodes if node != avoid] or nodes
-        node = nodes[b % len(nodes)]
-        self._placed[b] = node
-        return NodeAffinitySchedulingStrategy(node, soft=False)
 
     def _abouts(self, blocks: Sequence[int], what: str) -> list[About]:
         for b in blocks:
@@ -242,22 +248,55 @@ class RayPool(Pool):
         wait_deadline = float("inf") if self.wait_timeout is None else \
             time.monotonic() + self.wait_timeout
         replies: dict[int, Any] = {}
+        restart_late = self.on_failure == "restart" and limit == self.timeout
         while len(replies) < want:
-            ready, _ = ray.wait(list(by_ref), num_returns=want - len(replies),
-                                timeout=SLICE_SECONDS)
+            if restart_late:  # a hung actor takes its place first, as a failure
+                self._report_late(by_ref, replies, want, what, limit)
+                if len(replies) >= want:
+                    break
+            wanted = want - len(replies)
+            ready, _ = ray.wait(list(by_ref), num_returns=wanted, timeout=SLICE_SECONDS)
+            if ready and len(by_ref) > wanted:  # Ray's choice among those ready is not
+                done = set(ray.wait(list(by_ref), num_returns=len(by_ref), timeout=0)[0])
+                ready = [ref for ref in by_ref if ref in done][:wanted]  # the earliest posted
             for ref in ready:
                 b = by_ref.pop(ref)
                 replies[b] = self._value(b, ref, what)
-            if len(replies) < want:
+            if len(replies) < want and not restart_late:
                 now = time.monotonic()
                 late = [b for b in by_ref.values() if limit and now - self._posted_at[b] > limit]
                 if late:
                     raise WorkerTimeout(f"actors {sorted(late)} did not finish {what} within "
                                         f"timeout={limit} s")
+            if len(replies) < want:
+                now = time.monotonic()
                 if now > wait_deadline:
                     raise WorkerTimeout(f"actors {sorted(by_ref.values())} did not finish "
                                         f"{what} within the wait's timeout={self.wait_timeout} s")
         return replies
+
+    def _report_late(self, by_ref: dict[Any, int], replies: dict[int, Any], want: int,
+                     what: str, limit: float | None) -> None:
+        """Actors of ``by_ref`` past ``limit`` as ``WorkerTimeout`` replies (to be killed and
+        replaced, their node no longer trusted), as many as the wait still wants.
+        """
+        if not limit:
+            return
+        now = time.monotonic()
+        late = [ref for ref, b in by_ref.items() if now - self._posted_at[b] > limit]
+        if not late:
+            return
+        ready = set(self._ray.wait(late, num_returns=len(late), timeout=0)[0])
+        for ref in late:  # earliest posted first
+            b = by_ref[ref]
+            if len(replies) >= want:
+                return
+            if ref not in ready:
+                del by_ref[ref]
+                self._dead.add(b)
+                self.placement.distrust(self._placed[b])
+                replies[b] = WorkerTimeout(f"actor {b} did not finish {what} within "
+                                           f"timeout={limit} s")
 
     def _value(self, b: int, ref: Any, what: str) -> Any:
         """Actor ``b``'s reply, or the exception it stands for."""
@@ -272,6 +311,7 @@ class RayPool(Pool):
     def _died(self, b: int, exc: BaseException, what: str) -> WorkerError:
         start, stop = self.unit_bounds[b]
         self._dead.add(b)
+        self.placement.distrust(self._placed[b])
         first_line = str(exc).splitlines()[0] if str(exc) else ""
         error = WorkerError(f"actor {b} ({self.unit_name}s {start}..{stop - 1}) died during "
                             f"{what}: {type(exc).__name__}: {first_line}", worker_index=b)
@@ -296,12 +336,23 @@ class RayPool(Pool):
     # -- restart and shutdown --------------------------------------------------------
 
     def rebuild(self, b: int) -> Entries:
-        self._kill(b)
-        self._dead.discard(b)
-        self._actors[b] = self._start_actor(b, avoid=self._placed[b])
+        """A new actor for block ``b`` on a trusted node, its envs reset; where the new actor
+        dies while building (its node was lost too), the next try goes elsewhere, until
+        ``STARTUP_SECONDS`` have passed.
+        """
+        deadline = time.monotonic() + STARTUP_SECONDS
         try:
-            self._abouts([b], "building its envs after a restart")
-            self._pids[b] = self._ray.get(self._actors[b].pid.remote())
+            while True:
+                self._kill(b)
+                self._dead.discard(b)
+                self._actors[b] = self._start_actor(b, deadline)
+                try:
+                    self._abouts([b], "building its envs after a restart")
+                    break
+                except WorkerError:
+                    if b not in self._dead or time.monotonic() > deadline:
+                        raise  # its envs failed, not its node
+            self._pids[b] = self._ray.get(self._actors[b].pid.remote(), timeout=STARTUP_SECONDS)
             start, stop = self.bounds[b]
             self._refs[b] = self._actors[b].reset.remote([None] * (stop - start), None, None)
             self._posted_at[b] = time.monotonic()
