@@ -20,6 +20,11 @@ step envs, 2 by default):
   the rollout is collected with ``recv()`` / ``send()`` (:func:`collect_async`), so
   that the policy runs on one half while the workers step the other.
 - ``fastvec-local-async``: async batches with ``local_block=True``.
+- ``fastvec-ray``: ``fastvec.RayVecEnv`` with ``--num-workers`` actors, on the Ray this
+  process joined (``ray.init(address=...)`` before :func:`main`) or on a local one;
+  ``--actor-resources envs=1`` asks each actor for Ray resources (to keep actors on the
+  nodes that offer them), ``--on-worker-failure restart`` and ``--timeout`` say what a
+  lost or hung node does (``benchmarks/ray_ppo_node_loss.py`` trains so while nodes die).
 
 The envs use Gymnasium's default autoreset mode, ``NEXT_STEP`` (fastvec's too): the
 step after an episode ends returns the first observation of the next episode with
@@ -58,7 +63,8 @@ from tqdm import tqdm
 import fastvec
 
 VECTORS = ("gymnasium-sync", "gymnasium-async", "sb3-subproc", "fastvec-sync",
-           "fastvec-subproc", "fastvec-local", "fastvec-async", "fastvec-local-async")
+           "fastvec-subproc", "fastvec-local", "fastvec-async", "fastvec-local-async",
+           "fastvec-ray")
 
 
 @dataclass
@@ -85,10 +91,13 @@ class Args:
     log_every: int = 10  # updates between two lines of the learning curve
     return_window: int = 20  # episodes averaged for "mean return"
     target_return: float = 450.0  # report when the mean return first exceeds this
+    on_worker_failure: str = "raise"  # fastvec's vector envs: "raise" or "restart"
+    timeout: float = 0.0  # fastvec's vector envs: seconds a step may take (0: no limit)
+    actor_resources: str = ""  # fastvec-ray: Ray resources per actor, "name=amount,..."
 
 
-def parse_args() -> Args:
-    """Build a flag for every field of :class:`Args` and parse the command line."""
+def parse_args(argv: list[str] | None = None) -> Args:
+    """Build a flag for every field of :class:`Args` and parse ``argv`` (the command line)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     for arg in dataclasses.fields(Args):
         flag = "--" + arg.name.replace("_", "-")
@@ -104,7 +113,7 @@ def parse_args() -> Args:
                                 help=f"default: {arg.default}")
     # The flag of earlier versions: --backend sync / subproc.
     parser.add_argument("--backend", choices=("sync", "subproc"), help=argparse.SUPPRESS)
-    values = vars(parser.parse_args())
+    values = vars(parser.parse_args(argv))
     backend = values.pop("backend")
     if backend:
         values["vector"] = f"fastvec-{backend}"
@@ -220,6 +229,14 @@ def make_envs(args: Args) -> Any:
     if args.vector == "sb3-subproc":
         return SB3Vector(env_fns)
     vector_kwargs: dict = {"episode_statistics": True}  # infos["episode"], infos["_episode"]
+    if args.vector != "fastvec-sync":
+        vector_kwargs.update(on_worker_failure=args.on_worker_failure,
+                             timeout=args.timeout or None)
+    if args.vector == "fastvec-ray":
+        resources = dict(item.split("=") for item in args.actor_resources.split(",") if item)
+        vector_kwargs.update(num_actors=workers, actor_options={
+            "resources": {name: float(amount) for name, amount in resources.items()}})
+        return fastvec.make(args.env_id, num_envs=n, backend="ray", vector_kwargs=vector_kwargs)
     if args.vector == "fastvec-sync":
         return fastvec.make(args.env_id, num_envs=n, backend="sync", vector_kwargs=vector_kwargs)
     if args.vector.startswith("fastvec-local"):
@@ -372,9 +389,11 @@ def collect_async(envs: Any, agent: Agent, roll: Rollout, state: EnvState,
     return env_seconds
 
 
-def main() -> None:
-    """Parse the flags, train, print the learning curve, the speed and the final return."""
-    args = parse_args()
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Parse the flags, train, print the learning curve, the speed and the final return;
+    those figures (``reached``, ``held``: ``(step, seconds)`` or None).
+    """
+    args = parse_args(argv)
     batch_size = args.num_envs * args.num_steps
     num_updates = max(1, args.total_timesteps // batch_size)
     np.random.seed(args.seed)
@@ -498,7 +517,10 @@ def main() -> None:
     print(f"{global_step:,} steps in {elapsed:.1f} s ({global_step / elapsed:,.0f} steps/s)")
     print(f"time in the vector env: {env_seconds:.1f} s ({env_seconds / elapsed:.0%} of the "
           f"training loop; {args.vector})")
-    print(f"final average return: {np.mean(recent) if recent else float('nan'):.1f}")
+    final = float(np.mean(recent)) if recent else float("nan")
+    print(f"final average return: {final:.1f}")
+    return {"reached": reached, "held": held, "final_return": final, "steps": global_step,
+            "seconds": elapsed}
 
 
 if __name__ == "__main__":  # a script's entry point (fastvec's workers never re-import it)

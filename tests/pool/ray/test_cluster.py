@@ -277,3 +277,20 @@ def test_import_fastvec_without_ray():
             print("ok", exc)
     """)
     assert out.splitlines()[-1].startswith("ok"), out[-2000:]
+
+
+def test_ppo_trains_on_through_node_kills_script_runs_short():
+    """``benchmarks/ray_ppo_node_loss.py`` for a few updates: the PPO example on the faked
+    cluster, once without faults and once while nodes die; both runs finish, and the
+    second saw nodes killed and its blocks restarted (learning is the benchmark's to
+    judge, not this test's)."""
+    pytest.importorskip("torch")
+    script = Path(__file__).resolve().parents[3] / "benchmarks" / "ray_ppo_node_loss.py"
+    result = subprocess.run([sys.executable, str(script), "--total-timesteps", "6144",
+                             "--kill-every", "2"],
+                            capture_output=True, text=True, timeout=CHILD_SECONDS * 2)
+    assert result.returncode == 0, f"{result.stdout[-3000:]}\n{result.stderr[-3000:]}"
+    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
+            for line in result.stdout.splitlines() if line.startswith("| ")}
+    assert int(rows["without faults"][3]) == 0 == int(rows["without faults"][4]), rows
+    assert int(rows["nodes dying"][3]) >= 1 and int(rows["nodes dying"][4]) >= 1, rows
