@@ -58,6 +58,10 @@ class Placement:
         if node is not None:
             self._distrusted[node] = time.monotonic()
 
+    def trusted_nodes(self) -> list[str]:
+        """The eligible nodes not distrusted, sorted by node id."""
+        return [node for node in self.eligible() if self.trusted(node)]
+
     def trusted(self, node: str) -> bool:
         since = self._distrusted.get(node)
         return since is None or time.monotonic() - since > DISTRUST_SECONDS

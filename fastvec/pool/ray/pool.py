@@ -26,7 +26,6 @@ from typing import Any
 
 import cloudpickle
 import numpy as np
-from gymnasium import spaces
 
 from fastvec.errors import WorkerError, WorkerTimeout
 from fastvec.pool.about import About, check_blocks
@@ -44,28 +43,16 @@ from fastvec.pool.env_fns import pickle_blocks
 from fastvec.pool.obs_store import make_obs_store
 from fastvec.pool.ray.actor import EnvActor, unpack
 from fastvec.pool.ray.placement import Placement
+from fastvec.pool.ray.rows import rows_of, take_rows
 from fastvec.pool.ray.session import stop_local_ray
 from fastvec.pool.reports import ErrorReport, RemoteTraceback, env_failure, rebuild_mistake
 from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
 
-__all__ = ["RayPool", "take_rows"]
+__all__ = ["RayPool"]
 
 DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0}
-
-
-def take_rows(space: spaces.Space, batch: Any, rows: slice | np.ndarray) -> Any:
-    """The rows ``rows`` of a checked batch of ``space`` (dict/tuple batches leaf by leaf)."""
-    if type(batch) is np.ndarray:
-        return batch[rows]
-    if isinstance(space, spaces.Dict):
-        return {key: take_rows(sub, batch[key], rows) for key, sub in space.spaces.items()}
-    if isinstance(space, spaces.Tuple):
-        return tuple(take_rows(sub, part, rows) for sub, part in zip(space.spaces, batch,
-                                                                      strict=True))
-    if isinstance(rows, slice):
-        return batch[rows]
-    return type(batch)(batch[k] for k in rows.tolist())
+REBUILD_ATTEMPTS = 3  # tries to start a replacement, each on another trusted node
 
 
 class RayPool(Pool):
@@ -169,7 +156,7 @@ class RayPool(Pool):
         partial = some_rows(env_ids, blocks, self.bounds)
         for b in blocks:
             start, stop = self.bounds[b]
-            rows = slice(start, stop) if env_ids is None else _rows_of(env_ids, start, stop)
+            rows = slice(start, stop) if env_ids is None else rows_of(env_ids, start, stop)
             part = take_rows(self._action_space, actions, rows)
             # None: the actor steps its whole block
             mask = block_mask(env_ids, start, stop) if partial else None
@@ -337,21 +324,23 @@ class RayPool(Pool):
 
     def rebuild(self, b: int) -> Entries:
         """A new actor for block ``b`` on a trusted node, its envs reset; where the new actor
-        dies while building (its node was lost too), the next try goes elsewhere, until
-        ``STARTUP_SECONDS`` have passed.
+        dies while building (its node was lost too) and another node is trusted, the
+        next try goes there (at most ``REBUILD_ATTEMPTS`` in all, within
+        ``STARTUP_SECONDS``).
         """
         deadline = time.monotonic() + STARTUP_SECONDS
         try:
-            while True:
+            for attempt in range(1, REBUILD_ATTEMPTS + 1):
                 self._kill(b)
                 self._dead.discard(b)
                 self._actors[b] = self._start_actor(b, deadline)
                 try:
                     self._abouts([b], "building its envs after a restart")
                     break
-                except WorkerError:
-                    if b not in self._dead or time.monotonic() > deadline:
-                        raise  # its envs failed, not its node
+                except WorkerError:  # retried only where its node may be what failed
+                    if b not in self._dead or not self.placement.trusted_nodes() or \
+                            attempt == REBUILD_ATTEMPTS or time.monotonic() > deadline:
+                        raise
             self._pids[b] = self._ray.get(self._actors[b].pid.remote(), timeout=STARTUP_SECONDS)
             start, stop = self.bounds[b]
             self._refs[b] = self._actors[b].reset.remote([None] * (stop - start), None, None)
@@ -389,12 +378,3 @@ class RayPool(Pool):
         self._refs = [None] * len(self._refs)
         if self.__dict__.pop("started_ray", False):
             stop_local_ray()
-
-
-def _rows_of(env_ids: np.ndarray, start: int, stop: int) -> slice | np.ndarray:
-    """Where the envs ``start:stop`` sit in a batch for ``env_ids``, in env order."""
-    where = np.flatnonzero((env_ids >= start) & (env_ids < stop))
-    where = where[np.argsort(env_ids[where], kind="stable")]
-    if len(where) and where[-1] - where[0] == len(where) - 1 and (np.diff(where) == 1).all():
-        return slice(int(where[0]), int(where[-1]) + 1)
-    return where
