@@ -20,6 +20,10 @@ semantics, so trainers written for Gymnasium work unchanged.
 - :class:`RestartBudget`: ``max_restarts`` with rate limits (restarts per worker or
   actor, and in all, within a window of seconds) for ``on_worker_failure="restart"``.
 - :mod:`fastvec.errors`: the errors fastvec raises.
+- :mod:`fastvec.selfplay` (a self-play league), :mod:`fastvec.openspiel` (OpenSpiel's
+  games, the ``openspiel`` extra) and :mod:`fastvec.integrations` (adapters for other
+  RL libraries): imported when first used, so ``fastvec.selfplay.League`` works
+  after ``import fastvec`` and ``import fastvec`` does not pay for them.
 
 Example:
     >>> import gymnasium as gym
@@ -34,6 +38,9 @@ Example:
 """
 
 from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 try:
     from fastvec._kernels import (  # noqa: F401
@@ -70,3 +77,23 @@ from fastvec.vector.sync import SyncVecEnv
 __all__ = ["FrameStack", "RayVecEnv", "RestartBudget", "SubprocVecEnv", "SyncVecEnv", "errors",
            "make", "make_multiagent", "register", "tile_images"]
 
+# Subpackages that ``import fastvec`` does not load: each is imported when first read
+# as an attribute (PEP 562).  A type checker sees them as plain imports.  dir() lists
+# those that need no extra: tools that read every name of dir() (inspect.getmembers,
+# pydoc) would otherwise fail where the openspiel extra is not installed.
+_LAZY_SUBMODULES = ("integrations", "openspiel", "selfplay")
+_LISTED_SUBMODULES = ("integrations", "selfplay")
+
+if TYPE_CHECKING:
+    from fastvec import integrations as integrations
+    from fastvec import openspiel as openspiel
+    from fastvec import selfplay as selfplay
+else:
+    def __getattr__(name: str):
+        """``fastvec.selfplay`` and the other lazy subpackages, imported on first use."""
+        if name in _LAZY_SUBMODULES:
+            return importlib.import_module(f"fastvec.{name}")
+        raise AttributeError(f"module 'fastvec' has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        return sorted({*globals(), *_LISTED_SUBMODULES})

@@ -239,3 +239,42 @@ def test_signature_blocks_are_the_codes(page: Path, block: str) -> None:
         if default is not None:
             value = eval(default, {"AutoresetMode": AutoresetMode})  # noqa: S307 - our docs
             assert value == real.default, f"{page.name}: {name}({param}={default})"
+
+
+# -- api.md and reference.md name every public name -------------------------------------
+
+# The packages whose names the README promises in api.md (their ``__all__``, read from the
+# source, so a package whose extra is not installed is checked too).
+PUBLIC_PACKAGES = ["fastvec", "fastvec.atari", "fastvec.selfplay", "fastvec.openspiel"]
+# Names that reference.md shows inside their module's ``:::`` block.
+IN_MODULE_BLOCK = {("fastvec.selfplay", name): "fastvec.selfplay.ratings"
+                   for name in ("elo_expected", "elo_update", "fit_elo")}
+
+
+def _exported(package: str) -> list[str]:
+    import ast
+
+    tree = ast.parse((ROOT / package.replace(".", "/") / "__init__.py").read_text())
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__all__"
+                                                for t in node.targets):
+            return list(ast.literal_eval(node.value))
+    raise AssertionError(f"{package} has no __all__")
+
+
+def _code_words(page: Path) -> set[str]:
+    """The words inside the code of ``page``: inline spans and fenced blocks."""
+    text = page.read_text()
+    code = FENCE.findall(text) + re.findall(r"`([^`\n]+)`", FENCE.sub("", text))
+    return set(re.findall(r"\w+", " ".join(code)))
+
+
+@pytest.mark.parametrize("package", PUBLIC_PACKAGES)
+def test_api_and_reference_pages_name_every_public_name(package: str) -> None:
+    api = _code_words(DOCS / "api.md")
+    reference = set(re.findall(r"^::: ([\w.]+)$", (DOCS / "reference.md").read_text(),
+                               re.MULTILINE))
+    for name in _exported(package):
+        assert name in api, f"api.md has no entry for {package}.{name}"
+        block = IN_MODULE_BLOCK.get((package, name), f"{package}.{name}")
+        assert block in reference, f"reference.md has no '::: {block}' block"

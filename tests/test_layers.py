@@ -5,7 +5,8 @@ above ``fastvec.pool`` above ``fastvec.spaces`` above ``fastvec._kernels``; the
 process pool and the Ray pool independent; no import cycle between sibling
 modules anywhere in the package (``fastvec.bench`` included).  It runs in a
 child process: import-linter reconfigures logging, which would silence the
-``fastvec`` logger for the tests after it.
+``fastvec`` logger for the tests after it.  docs/architecture.md, which draws the
+layers and says which file holds what, names every file and folder of the package.
 """
 
 from __future__ import annotations
@@ -26,3 +27,18 @@ def test_import_contracts_are_kept() -> None:
     run = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
     assert run.returncode == 0, run.stdout + run.stderr
+
+
+def test_the_architecture_page_names_every_file_and_folder() -> None:
+    text = (ROOT / "docs" / "architecture.md").read_text()
+    package = ROOT / "fastvec"
+    missing = []
+    for path in sorted(package.rglob("*.py")):
+        named = f"`{path.name}`" in text or path.relative_to(ROOT).as_posix() in text
+        if path.name != "__init__.py" and not named:
+            missing.append(path.relative_to(ROOT).as_posix())
+    for init in sorted(package.rglob("__init__.py")):
+        folder = init.parent.relative_to(package).as_posix()
+        if folder != "." and f"{folder}/" not in text:
+            missing.append(f"fastvec/{folder}/")
+    assert not missing, f"docs/architecture.md does not say what these hold: {missing}"

@@ -40,7 +40,7 @@ from fastvec.selfplay.sampling import (
     sampling_from_state,
 )
 from fastvec.selfplay.seats import RESULTS, Seats, judge, score
-from fastvec.selfplay.settings import SHARES, check_settings, parse_shares
+from fastvec.selfplay.settings import SHARES, check_player, check_settings, parse_shares
 
 __all__ = ["RESULTS", "League", "Outcome"]
 
@@ -71,15 +71,21 @@ class League:
             ``"recency"``, or a :class:`PFSP`, :class:`Uniform`, :class:`Recency`.
         snapshot_every: Learner steps (moves of the learner) between snapshots; None: off.
         snapshot_win_rate: Snapshot when the learner's score against its opponents since
-            the last snapshot (its mean score per game) reaches this ...
-        snapshot_min_games: ... over at least this many games.  None: off.
+            the last snapshot (its mean score per game) reaches this ...; None (the
+            default): this score trigger is off.
+        snapshot_min_games: ... over at least this many games, a positive int (None is
+            accepted only while the score trigger is off).
         max_snapshots: Snapshots kept in the pool; beyond, one is evicted by ``eviction``.
         eviction: ``"oldest"`` or ``"weakest"`` (lowest rating); never the newest.
         elo_k: The Elo K factor of every rated game.
         initial_rating: The rating of the learner and of new fixed opponents and anchors;
             a snapshot starts with the learner's rating.
         win_rate_window: Games over which running win rates average (PFSP).
-        seed: Seed of the draws; the same seed gives the same draws.
+        seed: Seed of the draws (None or a non-negative int); the same seed gives the
+            same draws.
+
+    Raises:
+        ValueError: an argument out of its range (each message says what was expected).
     """
 
     def __init__(self, game_of_row: Any, seat_of_row: Any, *,
@@ -89,7 +95,7 @@ class League:
                  sampling: Sampling | str = "pfsp",
                  snapshot_every: int | None = 50_000,
                  snapshot_win_rate: float | None = None,
-                 snapshot_min_games: int = 200,
+                 snapshot_min_games: int | None = 200,
                  max_snapshots: int | None = 20,
                  eviction: str = "oldest",
                  elo_k: float = 16.0,
@@ -102,10 +108,13 @@ class League:
         self.sampling = parse_sampling(sampling)
         check_settings(snapshot_every=snapshot_every, snapshot_min_games=snapshot_min_games,
                        max_snapshots=max_snapshots, win_rate_window=win_rate_window,
-                       snapshot_win_rate=snapshot_win_rate, eviction=eviction, elo_k=elo_k)
+                       snapshot_win_rate=snapshot_win_rate, eviction=eviction, elo_k=elo_k,
+                       initial_rating=initial_rating, seed=seed,
+                       players={"opponents": opponents, "anchors": anchors})
         self.snapshot_every, self.snapshot_win_rate = snapshot_every, snapshot_win_rate
         self.snapshot_min_games, self.max_snapshots = snapshot_min_games, max_snapshots
-        self.eviction, self.elo_k, self.initial_rating = eviction, float(elo_k), initial_rating
+        self.eviction, self.elo_k = eviction, float(elo_k)
+        self.initial_rating = float(initial_rating)
         self.win_rate_window = win_rate_window
         self.rng = np.random.default_rng(seed)
         self.pool = Pool()
@@ -251,7 +260,7 @@ class League:
         """
         since = self.since_snapshot
         by_steps = self.snapshot_every is not None and since["steps"] >= self.snapshot_every
-        by_score = (self.snapshot_win_rate is not None
+        by_score = (self.snapshot_win_rate is not None and self.snapshot_min_games is not None
                     and since["games"] >= self.snapshot_min_games
                     and since["score"] >= self.snapshot_win_rate * since["games"])
         return by_steps or by_score
@@ -274,7 +283,9 @@ class League:
         return self.pool.totals()
 
     def table(self) -> str:
-        """The ratings as a text table, best first, with the learner's record."""
+        """The ratings as a text table: the learner's line first, then every entry
+        (retired ones included), best rated first, with the learner's record against it.
+        """
         return self.pool.table(self.learner_rating)
 
     # -- evaluation ----------------------------------------------------------------
@@ -331,11 +342,7 @@ class League:
 
     def _add_player(self, policy: str, kind: str, act: Act, weight: float,
                     rating: float | None, train: bool) -> None:
-        if not callable(act):
-            raise ValueError(f"expected a callable act(observation, action_mask) -> actions "
-                             f"for {policy!r}, got {act!r}")
-        if not weight > 0:
-            raise ValueError(f"expected a positive weight, got {weight!r}")
+        check_player(policy, act, weight, rating)
         self.pool.add(policy, kind, act=act, weight=float(weight), train=train,
                       rating=self.initial_rating if rating is None else float(rating),
                       created=self.learner_steps)
