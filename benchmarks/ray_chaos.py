@@ -176,13 +176,17 @@ def alive_actors() -> dict[str, int]:
 
 def kill_a_trainer(address: str, limit: float) -> dict[str, Any]:
     """Start a second trainer on the cluster, kill it; how long until its actors are gone."""
+    errors = tempfile.TemporaryFile("w+")
     child = subprocess.Popen([sys.executable, "-c", TRAINER, address], stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, text=True)
+                             stderr=errors, text=True)
     assert child.stdout is not None
     line = ""
     while not line.startswith("pids"):  # its actors are up and stepping
         line = child.stdout.readline()
-        assert line, "the second trainer ended before its actors started"
+        if not line:
+            errors.seek(0)
+            raise RuntimeError("the second trainer ended before its actors started:\n"
+                               + errors.read()[-3000:])
     pids = [int(word) for word in line.split()[1:]]
     assert len(pids) == 2, f"expected the trainer's 2 actors' process ids, got {pids}"
     child.kill()
@@ -342,8 +346,8 @@ def spread(faults: list[dict[str, Any]], key: str) -> str:
 def summary(stats: dict[str, Any]) -> str:
     lines = [f"{len(stats['faults'])} faults in {stats['seconds']:.0f} s, {stats['steps']} steps, "
              f"{stats['restarts']} restarts; hangs {stats['hangs']}, rows mixed up "
-             f"{stats['mixed_rows']}, processes left {stats['left_processes']}, new in "
-             f"/dev/shm {len(stats['new_in_dev_shm'])}",
+             f"{stats['mixed_rows']}, processes left {stats['left_processes']}; new in "
+             f"/dev/shm (any process's): {stats['new_in_dev_shm'] or 'nothing'}",
              "| fault | count | detected (s) | to first good step (s) | back to 90% after "
              "re-add (s) | killed trainer's actors gone (s) |",
              "|---|---|---|---|---|---|"]

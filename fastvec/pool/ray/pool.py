@@ -52,7 +52,7 @@ from fastvec.spaces.actions import ActionChecker
 __all__ = ["RayPool"]
 
 DEFAULT_ACTOR_OPTIONS = {"num_cpus": 0, "max_restarts": 0}
-REBUILD_ATTEMPTS = 3  # tries to start a replacement, each on another trusted node
+REBUILD_ATTEMPTS = 3  # tries to start an actor, each on another trusted node
 
 
 class RayPool(Pool):
@@ -92,10 +92,8 @@ class RayPool(Pool):
         self.placement = Placement.for_options(ray, self._options)
         self.started_ray = started_ray  # close() shuts that Ray down
         try:
-            deadline = time.monotonic() + STARTUP_SECONDS
-            for b in range(self.num_blocks):
-                self._actors[b] = self._start_actor(b, deadline)
-            abouts = self._abouts(range(self.num_blocks), "building its envs")
+            abouts = self._launch(range(self.num_blocks), time.monotonic() + STARTUP_SECONDS,
+                                  "building its envs")
             self._pids = self._ray.get([actor.pid.remote() for actor in self._actors])
             check_blocks(abouts)
             self.count_rows(abouts[0])
@@ -132,15 +130,36 @@ class RayPool(Pool):
             self._env_fns_bytes[b], self.unit_bounds[b][0], self._inner, self._mode,
             self._inner_options, self._frame_stack)
 
-    def _abouts(self, blocks: Sequence[int], what: str) -> list[About]:
-        for b in blocks:
-            self._refs[b] = self._actors[b].about.remote()
-            self._posted_at[b] = time.monotonic()
-        replies = self._wait(list(blocks), what, len(blocks), STARTUP_SECONDS)
-        for b in blocks:
-            if isinstance(replies[b], BaseException):
-                raise replies[b]
-        return [replies[b] for b in blocks]
+    def _launch(self, blocks: Sequence[int], deadline: float, what: str) -> list[About]:
+        """Start an actor for each of ``blocks`` and wait until it built its envs; what each
+        built.  An actor that dies while building (its node was lost, and Ray does not
+        know yet) is started again on another trusted node, ``REBUILD_ATTEMPTS`` tries in
+        all; any other failure is raised, the lowest block's first.
+        """
+        abouts: dict[int, About] = {}
+        todo = list(blocks)
+        for attempt in range(1, REBUILD_ATTEMPTS + 1):
+            for b in todo:
+                self._kill(b)
+                self._dead.discard(b)
+                self._actors[b] = self._start_actor(b, deadline)
+                self._refs[b] = self._actors[b].about.remote()
+                self._posted_at[b] = time.monotonic()
+            replies = self._wait(todo, what, len(todo), STARTUP_SECONDS)
+            retry = []
+            for b in todo:
+                reply = replies[b]
+                if not isinstance(reply, BaseException):
+                    abouts[b] = reply
+                elif b in self._dead and attempt < REBUILD_ATTEMPTS and \
+                        self.placement.trusted_nodes() and time.monotonic() < deadline:
+                    retry.append(b)  # its node may be what failed: elsewhere
+                else:
+                    raise reply
+            if not retry:
+                break
+            todo = retry
+        return [abouts[b] for b in blocks]
 
     def _setup_buffers(self, copy: bool) -> None:
         store = make_obs_store(self.about.observation_space, self.num_rows, copy)
@@ -323,24 +342,10 @@ class RayPool(Pool):
     # -- restart and shutdown --------------------------------------------------------
 
     def rebuild(self, b: int) -> Entries:
-        """A new actor for block ``b`` on a trusted node, its envs reset; where the new actor
-        dies while building (its node was lost too) and another node is trusted, the
-        next try goes there (at most ``REBUILD_ATTEMPTS`` in all, within
-        ``STARTUP_SECONDS``).
-        """
-        deadline = time.monotonic() + STARTUP_SECONDS
+        """A new actor for block ``b`` on a trusted node (see :meth:`_launch`), its envs reset."""
         try:
-            for attempt in range(1, REBUILD_ATTEMPTS + 1):
-                self._kill(b)
-                self._dead.discard(b)
-                self._actors[b] = self._start_actor(b, deadline)
-                try:
-                    self._abouts([b], "building its envs after a restart")
-                    break
-                except WorkerError:  # retried only where its node may be what failed
-                    if b not in self._dead or not self.placement.trusted_nodes() or \
-                            attempt == REBUILD_ATTEMPTS or time.monotonic() > deadline:
-                        raise
+            self._launch([b], time.monotonic() + STARTUP_SECONDS,
+                         "building its envs after a restart")
             self._pids[b] = self._ray.get(self._actors[b].pid.remote(), timeout=STARTUP_SECONDS)
             start, stop = self.bounds[b]
             self._refs[b] = self._actors[b].reset.remote([None] * (stop - start), None, None)
