@@ -19,6 +19,7 @@ from fastvec.pool.buffers import Buffers, rows_of
 from fastvec.pool.local import LocalPool
 from fastvec.pool.obs_store import make_obs_store
 from fastvec.pool.process.pool import ProcessPool
+from fastvec.pool.process.procs import preload_in_forkserver
 from fastvec.pool.process.workers import usable_cpus
 from fastvec.pool.restarts import (
     DEFAULT_MAX_RESTARTS,
@@ -102,6 +103,8 @@ def process_pool(env_fns: Sequence[Callable[[], Any]], mode: int, copy: bool,
     if context is not None and context not in mp.get_all_start_methods():
         raise ValueError(f"expected context in {mp.get_all_start_methods()} or None, "
                          f"got {context!r}")
+    if (context or default_context()) == "forkserver":
+        preload_in_forkserver()
     pool = ProcessPool(env_fns, split_blocks(num_envs, num_workers + local),
                        mp.get_context(context or default_context()), mode, copy, timeout,
                        on_worker_failure, observation_mode, restarts, local=bool(local_block),

@@ -20,7 +20,25 @@ from fastvec.pool.process import worker as _worker
 from fastvec.pool.process.protocol import Stop
 from fastvec.pool.reports import RemoteTraceback
 
-__all__ = ["WorkerProcess", "describe_exit", "send_all"]
+__all__ = ["WorkerProcess", "describe_exit", "preload_in_forkserver", "send_all"]
+
+def preload_in_forkserver() -> None:
+    """Have the forkserver import the workers' module (numpy, Gymnasium, fastvec) once, so
+    that each worker forked from it starts without importing them itself.
+
+    Added to what the trainer asked the forkserver to preload; a hint that does nothing
+    once the forkserver runs.  Measured: 8 workers start 64 cheap envs in 0.73 s with
+    it, 2.92 s without, on 2 cores (``docs/startup.md``).
+    """
+    from multiprocessing import forkserver
+
+    server = getattr(forkserver, "_forkserver", None)
+    if server is None or getattr(server, "_forkserver_pid", None) is not None:
+        return  # running already: its modules are what they are
+    modules = list(getattr(server, "_preload_modules", ["__main__"]))
+    if _worker.__name__ not in modules:
+        forkserver.set_forkserver_preload([*modules, _worker.__name__])
+
 
 def describe_exit(exitcode: int | None) -> str:
     """``-9`` -> ``"was killed by SIGKILL"``; ``1`` -> ``"exited with code 1"``."""

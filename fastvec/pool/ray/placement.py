@@ -24,7 +24,8 @@ from typing import Any
 
 __all__ = ["DISTRUST_SECONDS", "Placement"]
 
-DISTRUST_SECONDS = 60.0  # longer than Ray takes to declare a lost node dead (~30 s)
+DISTRUST_SECONDS = 180.0  # well above the ~65 s Ray's default health checks take to
+# declare a lost node dead (5 missed checks, 3 s apart, 10 s timeout each)
 POLL_SECONDS = 0.2  # how often ray.nodes() is asked while no node can host an actor
 
 
