@@ -19,66 +19,65 @@ Run: ``python benchmarks/ray_ppo_node_loss.py`` (about 5 minutes on 2 cores).
 from __future__ import annotations
 
 import argparse
-import importlib.util
-import logging
+import json
 import os
 import signal
+import subprocess
 import sys
-import threading
+import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_trainer() -> Any:
-    spec = importlib.util.spec_from_file_location("ppo_cartpole", ROOT / "examples" /
-                                                  "ppo_cartpole.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
+TRAINER = """
+import importlib.util, json, sys
+import ray
+ray.init(address=sys.argv[1], _node_ip_address="127.0.0.1", logging_level="ERROR",
+         log_to_driver=False)
+spec = importlib.util.spec_from_file_location("ppo_cartpole", sys.argv[2])
+module = importlib.util.module_from_spec(spec)
+sys.modules[spec.name] = module  # its dataclasses look their module up
+spec.loader.exec_module(module)
+figures = module.main(sys.argv[3:])
+print("FIGURES", json.dumps(figures), flush=True)
+"""
 
 
-class Killer(threading.Thread):
-    """Every ``every`` seconds, remove a worker node that holds actors; add a new one."""
+def kill_node(cluster: Any, nodes: list[Any], k: int) -> bool:
+    """Remove at once a worker node that holds actors (the ``k``-th such, round robin) and
+    kill what is left of its processes, as on a crashed machine; whether one was found.
+    """
+    import ray._private.state as state
 
-    def __init__(self, cluster: Any, nodes: list[Any], every: float, add: Any) -> None:
-        super().__init__(daemon=True)
-        self.cluster, self.nodes, self.every, self.add = cluster, nodes, every, add
-        self.stop = threading.Event()
-        self.kills = 0
+    from fastvec.pool.ray.reaper import descendants
 
-    def run(self) -> None:
-        import ray._private.state as state
-
-        from fastvec.pool.ray.reaper import descendants
-
-        while not self.stop.wait(self.every):
-            hosts = {actor["Address"]["NodeID"] for actor in state.actors().values()
-                     if actor.get("State") == "ALIVE"}
-            victims = [node for node in self.nodes if node.node_id in hosts]
-            if not victims:
-                continue
-            victim = victims[self.kills % len(victims)]
-            roots = [proc.pid for _, proc in victim.live_processes()]
-            pids = set(roots).union(*(descendants(root, skip=-1) for root in roots))
-            self.cluster.remove_node(victim, allow_graceful=False)
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-            self.nodes.remove(victim)
-            self.kills += 1
-            if self.stop.wait(1.0):
-                return
-            self.nodes.append(self.add())
+    hosts = {actor["Address"]["NodeID"] for actor in state.actors().values()
+             if actor.get("State") == "ALIVE"}
+    victims = [node for node in nodes if node.node_id in hosts]
+    if not victims:
+        return False
+    victim = victims[k % len(victims)]
+    roots = [proc.pid for _, proc in victim.live_processes()]
+    pids = set(roots).union(*(descendants(root, skip=-1) for root in roots))
+    cluster.remove_node(victim, allow_graceful=False)
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    nodes.remove(victim)
+    return True
 
 
 def train(args: argparse.Namespace, faults: bool) -> dict[str, Any]:
-    """One training run on a fresh faked cluster; its figures."""
+    """One training run (a child process joined to a fresh faked cluster); its figures.
+
+    With ``faults``, this process removes a node every ``--kill-every`` seconds while the
+    trainer runs, and adds a fresh one a second later.
+    """
     import ray
     from ray.cluster_utils import Cluster
 
@@ -92,28 +91,41 @@ def train(args: argparse.Namespace, faults: bool) -> dict[str, Any]:
     cluster.wait_for_nodes()
     ray.init(address=cluster.address, _node_ip_address="127.0.0.1", logging_level="ERROR",
              log_to_driver=False)
-    restarts: list[str] = []
-    handler = logging.Handler(logging.WARNING)
-    handler.emit = lambda record: restarts.append(record.getMessage())  # type: ignore
-    logging.getLogger("fastvec").addHandler(handler)
-    killer = Killer(cluster, nodes, args.kill_every, add)
-    try:
-        if faults:
-            killer.start()
-        figures = load_trainer().main([
-            "--vector", "fastvec-ray", "--num-workers", str(args.nodes),
-            "--actor-resources", "envs=1", "--on-worker-failure", "restart",
-            "--timeout", "10", "--seed", str(args.seed),
-            "--total-timesteps", str(args.total_timesteps)])
-    finally:
-        killer.stop.set()
-        if killer.is_alive():
-            killer.join()
-        logging.getLogger("fastvec").removeHandler(handler)
-        ray.shutdown()
-        cluster.shutdown()
-    figures["node_kills"] = killer.kills
-    figures["restarts"] = sum(message.startswith("restarting") for message in restarts)
+    command = [sys.executable, "-c", TRAINER, cluster.address,
+               str(ROOT / "examples" / "ppo_cartpole.py"),
+               "--vector", "fastvec-ray", "--num-workers", str(args.nodes),
+               "--actor-resources", "envs=1", "--on-worker-failure", "restart",
+               "--timeout", "10", "--seed", str(args.seed),
+               "--total-timesteps", str(args.total_timesteps)]
+    kills = 0
+    with tempfile.TemporaryFile("w+") as log, tempfile.TemporaryFile("w+") as output:
+        child = subprocess.Popen(command, stdout=output, stderr=log, text=True)
+        try:
+            next_kill = time.monotonic() + args.kill_every
+            while child.poll() is None:
+                time.sleep(0.1)
+                if faults and time.monotonic() >= next_kill:
+                    if kill_node(cluster, nodes, kills):
+                        kills += 1
+                        time.sleep(1.0)
+                        nodes.append(add())
+                    next_kill = time.monotonic() + args.kill_every
+        finally:
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+            ray.shutdown()
+            cluster.shutdown()
+        log.seek(0)
+        errors = log.read()
+        output.seek(0)
+        out = output.read()
+    lines = [line for line in out.splitlines() if line.startswith("FIGURES ")]
+    if child.returncode != 0 or not lines:
+        raise RuntimeError(f"the trainer failed ({child.returncode}):\n{errors[-3000:]}")
+    figures = json.loads(lines[-1][len("FIGURES "):])
+    figures["node_kills"] = kills
+    figures["restarts"] = errors.count("restarting ")
     return figures
 
 
