@@ -287,9 +287,15 @@ class EnvState:
 
 
 def record_episodes(infos: dict, recent: collections.deque) -> None:
-    """Keep the returns of the episodes that ended in this step (or batch)."""
+    """Keep the returns of the episodes that ended in this step (or batch); an episode cut
+    short by a restart of its worker or actor (``infos["worker_restarted"]``) ended by no
+    doing of the agent's and is left out.
+    """
     if "_episode" in infos:
-        recent.extend(infos["episode"]["r"][infos["_episode"]].tolist())
+        ended = infos["_episode"]
+        if "_worker_restarted" in infos:
+            ended = ended & ~infos["_worker_restarted"]
+        recent.extend(infos["episode"]["r"][ended].tolist())
 
 
 def collect_sync(envs: Any, agent: Agent, roll: Rollout, state: EnvState, gamma: float) -> float:
