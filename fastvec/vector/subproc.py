@@ -63,8 +63,9 @@ class SubprocVecEnv(RemoteVecEnv):
         episode_statistics: add ``infos["episode"]`` (return, length, time) when an
             episode ends, as Gymnasium's ``RecordEpisodeStatistics`` does.
         local_block: the trainer's process steps the first of ``num_workers + 1``
-            blocks itself while the workers step theirs (for few cores and cheap envs;
-            a native crash in a local env takes the trainer down). Default
+            blocks itself while the workers step theirs (it pays where a step has real
+            work; the cheapest envs stay fastest in one process, ``SyncVecEnv``; a
+            native crash in a local env takes the trainer down). Default
             ``num_workers`` is then one less than the default (at least 1).
         observation_mode: ``"same"``, ``"different"`` or ``(observation_space,
             single_observation_space)``, as in :class:`fastvec.SyncVecEnv` (with
