@@ -423,11 +423,15 @@ HANG_TIMEOUT = 0.3
 
 
 @pytest.mark.subprocess
-def test_hang_past_timeout_under_restart_is_a_timeout_then_close_and_recreate(make_subproc):
-    """A hang is not restarted (``docs/failures.md``): ``WorkerTimeout`` shortly after
-    ``timeout``, the env unusable, ``close()`` prompt; a new env works."""
+def test_hang_past_timeout_under_restart_restarts_the_worker_and_goes_on(make_subproc):
+    """A hang past ``timeout`` under restart is a failure like a death
+    (``docs/failures.md``): the hung worker is killed and its block rebuilt, the step
+    returns soon after ``timeout`` with that block's envs truncated, and the env goes on;
+    past the budget (``max_restarts=0``) it is the ``WorkerTimeout``, the env unusable,
+    ``close()`` prompt."""
     for k in range(HANGS):
         hang = [j == k % 4 for j in range(4)]
+        block = [j // 2 == (k % 4) // 2 for j in range(4)]
         envs = make_subproc(make_fns(HangingEnv, 4, per_env={"faulty": hang}, hang_at=2),
                             num_workers=2, context="fork", timeout=HANG_TIMEOUT,
                             on_worker_failure="restart")
@@ -435,14 +439,29 @@ def test_hang_past_timeout_under_restart_is_a_timeout_then_close_and_recreate(ma
         obs, *_ = envs.step(np.ones(4, np.int64))
         np.testing.assert_array_equal(obs, [1, 1, 1, 1])
         start = time.monotonic()
-        with pytest.raises(WorkerTimeout, match=f"timeout={HANG_TIMEOUT}"):
-            envs.step(np.ones(4, np.int64))
-        assert time.monotonic() - start < HANG_TIMEOUT + 0.5
-        with pytest.raises(FastVecError, match="unusable"):
-            envs.step(np.ones(4, np.int64))
+        obs, _, _, truncations, infos = envs.step(np.ones(4, np.int64))
+        assert time.monotonic() - start < HANG_TIMEOUT + 3.0
+        assert truncations.tolist() == block and infos["_worker_restarted"].tolist() == block
+        np.testing.assert_array_equal(obs, [0 if b else 2 for b in block])
+        envs.step(np.ones(4, np.int64))  # and on it goes (the new env hangs at its step 2)
+        assert envs.total_restarts == 1
         start = time.monotonic()
         envs.close()
         assert time.monotonic() - start < 3.0
+    envs = make_subproc(make_fns(HangingEnv, 4, per_env={"faulty": [True] + [False] * 3},
+                                 hang_at=2), num_workers=2, context="fork",
+                        timeout=HANG_TIMEOUT, on_worker_failure="restart", max_restarts=0)
+    envs.reset(seed=0)
+    envs.step(np.ones(4, np.int64))
+    start = time.monotonic()
+    with pytest.raises(WorkerTimeout, match=f"timeout={HANG_TIMEOUT}"):
+        envs.step(np.ones(4, np.int64))
+    assert time.monotonic() - start < HANG_TIMEOUT + 0.5
+    with pytest.raises(FastVecError, match="unusable"):
+        envs.step(np.ones(4, np.int64))
+    start = time.monotonic()
+    envs.close()
+    assert time.monotonic() - start < 3.0
 
 
 # ---------------------------------------------------------------------------

@@ -88,13 +88,13 @@ class RayPool(Pool):
         self._refs: list[Any] = [None] * len(bounds)
         self._posted_at = np.zeros(len(bounds))
         self._dead: set[int] = set()
+        self._pids = [0] * len(bounds)  # each actor's process id (as of its start)
         self._placed: list[str | None] = [None] * len(bounds)  # each actor's node, if pinned
         self.placement = Placement.for_options(ray, self._options)
         self.started_ray = started_ray  # close() shuts that Ray down
         try:
             abouts = self._launch(range(self.num_blocks), time.monotonic() + STARTUP_SECONDS,
                                   "building its envs")
-            self._pids = self._ray.get([actor.pid.remote() for actor in self._actors])
             check_blocks(abouts)
             self.count_rows(abouts[0])
             self.observation_spaces = (self.about.observation_space, None)
@@ -146,6 +146,9 @@ class RayPool(Pool):
                 self._refs[b] = self._actors[b].about.remote()
                 self._posted_at[b] = time.monotonic()
             replies = self._wait(todo, what, len(todo), STARTUP_SECONDS)
+            for b in todo:  # its process id, while it is known to be up
+                if not isinstance(replies[b], BaseException):
+                    replies[b] = self._pid(b, what) or replies[b]
             retry = []
             for b in todo:
                 reply = replies[b]
@@ -160,6 +163,14 @@ class RayPool(Pool):
                 break
             todo = retry
         return [abouts[b] for b in blocks]
+
+    def _pid(self, b: int, what: str) -> BaseException | None:
+        """Note actor ``b``'s process id; the error it stands for if the actor died."""
+        try:
+            self._pids[b] = self._ray.get(self._actors[b].pid.remote(), timeout=STARTUP_SECONDS)
+        except self._ray.exceptions.RayError as exc:
+            return self._died(b, exc, what)
+        return None
 
     def _setup_buffers(self, copy: bool) -> None:
         store = make_obs_store(self.about.observation_space, self.num_rows, copy)
@@ -346,7 +357,6 @@ class RayPool(Pool):
         try:
             self._launch([b], time.monotonic() + STARTUP_SECONDS,
                          "building its envs after a restart")
-            self._pids[b] = self._ray.get(self._actors[b].pid.remote(), timeout=STARTUP_SECONDS)
             start, stop = self.bounds[b]
             self._refs[b] = self._actors[b].reset.remote([None] * (stop - start), None, None)
             self._posted_at[b] = time.monotonic()
