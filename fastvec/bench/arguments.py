@@ -13,18 +13,24 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from fastvec.bench.systems import SYSTEMS
-from fastvec.bench.workloads import WORKLOADS
+from fastvec.bench.workloads import WORKLOAD_ALIASES, WORKLOADS
 
 __all__ = ["parse_args"]
 
 
-def _names(kind: str, known: dict[str, Any]) -> Callable[[str], list[str]]:
+def _names(kind: str, known: dict[str, Any], aliases: dict[str, str] | None = None
+           ) -> Callable[[str], list[str]]:
+    """A parser of comma-separated names of ``known``.
+
+    An old name in ``aliases`` (the workload ``atari``) becomes its current one
+    (``atari-like``).
+    """
     def parse(text: str) -> list[str]:
         names = [n.strip() for n in text.split(",") if n.strip()]
         unknown = [n for n in names if n not in known]
         if unknown or not names:
             raise argparse.ArgumentTypeError(f"unknown {kind} {unknown}; known: {', '.join(known)}")
-        return names
+        return list(dict.fromkeys((aliases or {}).get(n, n) for n in names))
 
     return parse
 
@@ -43,6 +49,8 @@ defaults (without --workloads / --systems):
     workloads  {named_synthetic} (synthetic, no extra needed)
     workloads  {named_atari} (real Atari games)
 {only_on}
+the workload atari-like (synthetic 84x84x4 uint8 frames, no game) was named atari;
+--workloads still takes that name.
 optional systems whose package is absent are skipped with a note: sb3-subproc
 (pip install stable-baselines3), pufferlib-* (pip install pufferlib), envpool
 (pip install envpool), ale-vector (the atari extra), supersuit* (pip install -e
@@ -100,7 +108,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     add = p.add_argument
     # fmt: off
-    add("--workloads", type=_names("workloads", WORKLOADS),
+    add("--workloads", type=_names("workloads", WORKLOADS, WORKLOAD_ALIASES),
         help=f"comma-separated subset of {','.join(WORKLOADS)} "
              "(default: the quick ones, or all but the named-only ones with --full)")
     add("--systems", type=_names("systems", SYSTEMS),

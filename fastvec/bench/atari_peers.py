@@ -51,6 +51,7 @@ ENVPOOL_PONG = {
     "EnvPool's C++ Atari (the workload's game, v5), 2 threads, step() of all envs; settings "
     "as the pong workload (optional: pip install envpool; runs only on the Atari workloads)",
     workloads=ATARI_WORKLOADS,
+    procs="own C++ pipeline, 2 threads",
 )
 def _load_envpool() -> Builder:
     import envpool
@@ -80,6 +81,7 @@ def _load_envpool() -> Builder:
     "settings as the pong workload (reward clipping and fire reset off); runs only on the "
     "Atari workloads",
     workloads=ATARI_WORKLOADS,
+    procs="own C++ pipeline, 2 threads",
 )
 def _load_ale_vector() -> Builder:
     from ale_py.vector_env import AtariVectorEnv

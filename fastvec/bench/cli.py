@@ -11,7 +11,8 @@ Usage::
 
 Prints, per workload and system, the median env-steps per second, the spread of
 the repeats, the p50/p99 duration of one batched step, and ratios to ``plain``
-(a bare Python loop over the envs) and ``gymnasium-sync``.  Systems whose
+(the Python loop a trainer would write without a vector env: it steps each env,
+resets the finished ones and stacks the batch) and ``gymnasium-sync``.  Systems whose
 package is absent (SB3, PufferLib, EnvPool) are listed as unavailable, and so are
 the Atari workloads (``pong``, ``breakout`` and their ``-direct`` forms) without their
 extra (``pip install -e ".[atari]"``).

@@ -24,6 +24,7 @@ from fastvec.bench import envs as bench_envs
 __all__ = [
     "BaseDriver",
     "Builder",
+    "DiscardLoop",
     "Driver",
     "EnvFn",
     "EnvPoolDriver",
@@ -32,6 +33,7 @@ __all__ = [
     "RecvSendDriver",
     "SB3Driver",
     "VectorDriver",
+    "stack",
 ]
 
 EnvFn = Callable[[], gym.Env[Any, Any]]
@@ -64,47 +66,131 @@ class BaseDriver:
             bench_envs.burn(self.policy_us * batch / self.num_envs)
 
 
-class PlainLoop(BaseDriver):
-    """The baseline: a Python for-loop over the envs, resetting each by hand.
+def stack(items: list[Any]) -> Any:
+    """One batch of ``items`` (one per env), as a trainer without a vector env would make it.
 
-    For PettingZoo parallel games: a loop over the games, a dict of the live
-    agents' actions each (a row per agent), resetting a game when no agent is left.
+    ``np.stack`` of arrays, field by field for ``Dict`` and ``Tuple`` observations.
+    """
+    first = items[0]
+    if isinstance(first, dict):
+        return {k: stack([item[k] for item in items]) for k in first}
+    if isinstance(first, tuple):
+        return tuple(stack(list(field)) for field in zip(*items, strict=True))
+    return np.stack(items)
+
+
+class PlainLoop(BaseDriver):
+    """The baseline: the for-loop a trainer would write to get a batch without a vector env.
+
+    Step each env with its action; when its episode ends, keep the step's observation and
+    info as ``final_obs`` / ``final_info`` and reset it (its reset observation goes in the
+    batch: Gymnasium's ``SAME_STEP`` autoreset); then stack the observations into one
+    array (field by field for ``Dict`` observations) and the rewards, terminations and
+    truncations into arrays.  The infos stay a list of dicts, one per env.  ``batch`` is
+    the last ``(obs, rewards, terminations, truncations, infos)``.
+
+    For PettingZoo parallel games: a loop over the games, a dict of the live agents'
+    actions each, a row per agent (zeros for an agent not in its game's step), resetting
+    a game when no agent is left.
     """
 
     def __init__(self, env_fns: list[EnvFn]) -> None:
         self.envs = [fn() for fn in env_fns]
         self.agents = list(getattr(self.envs[0], "possible_agents", []))
         self.num_envs = len(self.envs) * max(len(self.agents), 1)
+        self.batch: tuple[Any, np.ndarray, np.ndarray, np.ndarray, list[Any]] | None = None
 
     def reset(self, seed: int) -> None:
-        """Reset env (game) ``i`` with ``seed + i``, as the vector envs do."""
-        for i, env in enumerate(self.envs):
-            env.reset(seed=seed + i)
+        """Reset env (game) ``i`` with ``seed + i``, as the vector envs do; stack the batch."""
+        results = [env.reset(seed=seed + i) for i, env in enumerate(self.envs)]
+        if self.agents:
+            self._blank = np.zeros_like(results[0][0][self.agents[0]])
+            rows = [self._row(obs, a) for obs, _ in results for a in self.agents]
+            infos = [info.get(a, {}) for _, info in results for a in self.agents]
+        else:
+            rows, infos = [obs for obs, _ in results], [info for _, info in results]
+        zeros = np.zeros(self.num_envs, dtype=bool)
+        self.batch = (stack(rows), np.zeros(self.num_envs), zeros, zeros.copy(), infos)
 
     def step(self, actions: np.ndarray) -> int:
-        """Step every env once with its action; reset the ones that finished."""
+        """Step every env once with its action, reset the ones that finished, stack."""
         self.policy(self.num_envs)
         if self.agents:
             return self._step_games(actions)
-        for i, env in enumerate(self.envs):
-            obs, r, term, trunc, info = env.step(actions[i])
+        obs, rewards, terms, truncs, infos = [], [], [], [], []
+        for env, action in zip(self.envs, actions, strict=True):
+            o, r, term, trunc, info = env.step(action)
             if term or trunc:
-                env.reset()
+                final_obs, final_info = o, info
+                o, info = env.reset()
+                info = {**info, "final_obs": final_obs, "final_info": final_info}
+            obs.append(o)
+            rewards.append(r)
+            terms.append(term)
+            truncs.append(trunc)
+            infos.append(info)
+        self.batch = (stack(obs), np.array(rewards, dtype=np.float64),
+                      np.array(terms, dtype=bool), np.array(truncs, dtype=bool), infos)
         return self.num_envs
+
+    def _row(self, obs: dict[str, Any], agent: str) -> Any:
+        return obs[agent] if agent in obs else self._blank
 
     def _step_games(self, actions: np.ndarray) -> int:
         seats = len(self.agents)
         games: list[Any] = self.envs  # PettingZoo parallel games
+        rows: list[Any] = []
+        rewards = np.zeros(self.num_envs)
+        terms = np.zeros(self.num_envs, dtype=bool)
+        truncs = np.zeros(self.num_envs, dtype=bool)
+        infos: list[Any] = []
         for g, game in enumerate(games):
-            game.step({a: actions[g * seats + self.agents.index(a)] for a in game.agents})
+            live = {a: actions[g * seats + self.agents.index(a)] for a in game.agents}
+            obs, rew, term, trunc, info = game.step(live)
             if not game.agents:
-                game.reset()
+                obs, info = game.reset()
+            for j, a in enumerate(self.agents):
+                rows.append(self._row(obs, a))
+                infos.append(info.get(a, {}))
+                rewards[g * seats + j] = rew.get(a, 0.0)
+                terms[g * seats + j] = term.get(a, False)
+                truncs[g * seats + j] = trunc.get(a, False)
+        self.batch = (stack(rows), rewards, terms, truncs, infos)
         return self.num_envs
 
     def close(self) -> None:
         """Close every env."""
         for env in self.envs:
             env.close()
+
+
+class DiscardLoop(PlainLoop):
+    """A floor, not a trainer's loop: each env's ``step`` called, its results thrown away.
+
+    No batch is built (no stacked observations, no reward or flag arrays, no infos),
+    so it costs less than any vector env or :class:`PlainLoop`: what stepping the envs
+    alone costs.  The ``plain-discard`` system.
+    """
+
+    def step(self, actions: np.ndarray) -> int:
+        """Step every env once with its action; reset the ones that finished."""
+        self.policy(self.num_envs)
+        if self.agents:
+            return self._discard_games(actions)
+        for i, env in enumerate(self.envs):
+            obs, r, term, trunc, info = env.step(actions[i])
+            if term or trunc:
+                env.reset()
+        return self.num_envs
+
+    def _discard_games(self, actions: np.ndarray) -> int:
+        seats = len(self.agents)
+        games: list[Any] = self.envs
+        for g, game in enumerate(games):
+            game.step({a: actions[g * seats + self.agents.index(a)] for a in game.agents})
+            if not game.agents:
+                game.reset()
+        return self.num_envs
 
 
 class VectorDriver(BaseDriver):

@@ -16,13 +16,17 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
+from fastvec.bench.registry import SYSTEMS
 from fastvec.bench.workloads import WORKLOADS
 
 __all__ = [
     "BASELINES",
+    "COLORS",
+    "LOOPS",
     "Progress",
     "Cell",
     "Cells",
+    "bench_figure",
     "format_table",
     "loadavg",
     "machine_info",
@@ -153,38 +157,85 @@ def write_json(path: str, args: argparse.Namespace, cells: Cells, extra: dict[st
         f.write("\n")
 
 
-def write_plot(path: str, cells: Cells, workloads: list[str], title: str) -> None:
-    """One bar panel per workload (their scales differ), each bar labelled with its median.
+LOOPS = ("plain", "plain-discard")  # no vector env: a loop in the trainer
+COLORS = {"fastvec": "tab:blue", "other": "tab:gray", "loop": "white"}
 
-    fastvec's systems are blue, the others grey.
-    """
+
+def _kind(system: str) -> str:
+    """Which colour a system's bar gets: ``fastvec``, ``loop`` or ``other``."""
+    if system in LOOPS:
+        return "loop"
+    return "fastvec" if system.startswith("fastvec") else "other"
+
+
+def _label(system: str) -> str:
+    """A y tick label: the system and where its envs step, ``plain (in the trainer)``."""
+    spec = SYSTEMS.get(system)
+    return f"{system} ({spec.procs})" if spec is not None and spec.procs else system
+
+
+def write_plot(path: str, cells: Cells, workloads: list[str], title: str) -> None:
+    """Write :func:`bench_figure`'s picture of ``cells`` as a PNG (needs matplotlib)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+
+    fig = bench_figure(cells, workloads, title)
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def bench_figure(cells: Cells, workloads: list[str], title: str) -> Any:
+    """One bar panel per workload; a legend for the colours.
+
+    Each bar is a median with a min-max whisker over the repeats, labelled with the
+    median.  The panels' x scales differ (a note under the title says so): fastvec's systems are
+    blue, other vector envs grey, the loops without a vector env white.  Returns the
+    matplotlib figure.
+    """
+    import matplotlib.pyplot as plt
+    from matplotlib.patches import Patch
     from matplotlib.ticker import FuncFormatter
 
     systems = list(dict.fromkeys(c.system for c in cells.values() if c.median is not None))
-    size = (2.6 * len(workloads) + 2.0, 0.45 * len(systems) + 1.6)
+    size = (2.7 * len(workloads) + 2.8, 0.42 * len(systems) + 2.2)
     fig, axes = plt.subplots(1, len(workloads), figsize=size, sharey=True, squeeze=False)
     for ax, w in zip(axes[0], workloads, strict=True):
-        medians = [(y, cells[w, s].median) for y, s in enumerate(systems) if (w, s) in cells]
-        bars = [(y, m) for y, m in medians if m]
-        colors = ["tab:blue" if systems[y].startswith("fastvec") else "tab:gray" for y, _ in bars]
-        ax.barh([y for y, _ in bars], [m for _, m in bars], color=colors)
-        for y, m in bars:
-            ax.text(m, y, f" {m / 1000:,.1f}k", va="center", fontsize=8)
-        ax.set_xlim(0, max((m for _, m in bars), default=1.0) * 1.35)
+        shown = [(y, cells[w, s]) for y, s in enumerate(systems)
+                 if (w, s) in cells and cells[w, s].median]
+        ys = [y for y, _ in shown]
+        medians = [float(c.median or 0.0) for _, c in shown]
+        lows = [m - min(c.rates) for m, (_, c) in zip(medians, shown, strict=True)]
+        highs = [max(c.rates) - m for m, (_, c) in zip(medians, shown, strict=True)]
+        kinds = [_kind(systems[y]) for y in ys]
+        ax.barh(ys, medians, color=[COLORS[k] for k in kinds], edgecolor="black",
+                linewidth=0.5)
+        ax.errorbar(medians, ys, xerr=[lows, highs], fmt="none", ecolor="black",
+                    elinewidth=0.8, capsize=2)
+        for y, m, hi in zip(ys, medians, highs, strict=True):
+            text = f" {m / 1000:,.1f}k" if m >= 10_000 else f" {m:,.0f}"
+            ax.text(m + hi, y, text, va="center", fontsize=8)
+        top = max((m + hi for m, hi in zip(medians, highs, strict=True)), default=1.0)
+        ax.set_xlim(0, top * 1.4)
         ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _: f"{x / 1000:,.0f}k"))
         ax.locator_params(axis="x", nbins=3)
-        ax.set_title(w)
+        label = WORKLOADS[w].label if w in WORKLOADS else ""
+        ax.set_title(f"{w}\n{label}" if label else w, fontsize=9)
         ax.set_xlabel("env-steps/s")
-    axes[0][0].set_yticks(range(len(systems)), systems)
+    axes[0][0].set_yticks(range(len(systems)), [_label(s) for s in systems], fontsize=8)
     axes[0][0].invert_yaxis()  # shared: once inverts every panel
-    fig.suptitle(title, fontsize=9)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    handles = [Patch(facecolor=COLORS["fastvec"], edgecolor="black", label="fastvec"),
+               Patch(facecolor=COLORS["other"], edgecolor="black",
+                     label="other vector envs"),
+               Patch(facecolor=COLORS["loop"], edgecolor="black",
+                     label="a for-loop, no vector env")]
+    fig.legend(handles=handles, loc="lower center", ncol=3, fontsize=8, frameon=False)
+    note = ("bar: median; whisker: min-max of the repeats"
+            + ("; each panel has its own x scale" if len(workloads) > 1 else ""))
+    fig.suptitle(f"{title}\n{note}", fontsize=9)
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
+    return fig
 
 
 class Progress:

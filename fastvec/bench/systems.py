@@ -23,6 +23,7 @@ import gymnasium as gym
 
 from fastvec.bench.drivers import (
     Builder,
+    DiscardLoop,
     Driver,
     EnvFn,
     EnvPoolDriver,
@@ -39,6 +40,7 @@ __all__ = [
     "SYSTEMS",
     "TIERS",
     "Builder",
+    "DiscardLoop",
     "Driver",
     "EnvFn",
     "EnvPoolDriver",
@@ -54,25 +56,35 @@ __all__ = [
 # ------------------------------------------------------------------------ systems
 
 
-@system("plain", "a Python for-loop calling each env's step, resetting finished envs", "quick",
-        games=True)
+@system("plain", "the loop a trainer would write without a vector env: each env's step, a "
+        "reset when it ends, observations stacked into one array, rewards, terminations "
+        "and truncations into arrays, infos a list", "quick", games=True, procs="in the trainer")
 def _load_plain() -> Builder:
     return PlainLoop
 
 
-@system("gymnasium-sync", "gymnasium.vector.SyncVectorEnv(copy=True)", "quick")
+@system("plain-discard", "a floor, not a trainer's loop: each env's step called, its results "
+        "thrown away, no batch built", games=True, procs="in the trainer")
+def _load_plain_discard() -> Builder:
+    return DiscardLoop
+
+
+@system("gymnasium-sync", "gymnasium.vector.SyncVectorEnv(copy=True)", "quick",
+        procs="in the trainer")
 def _load_gymnasium_sync() -> Builder:
     return VectorDriver.of(functools.partial(gym.vector.SyncVectorEnv, copy=True))
 
 
-@system("fastvec-sync", "fastvec.SyncVecEnv(copy=True)", "quick", games=True)
+@system("fastvec-sync", "fastvec.SyncVecEnv(copy=True)", "quick", games=True,
+        procs="in the trainer")
 def _load_fastvec_sync() -> Builder:
     import fastvec
 
     return VectorDriver.of(functools.partial(fastvec.SyncVecEnv, copy=True))
 
 
-@system("fastvec-sync-nocopy", "fastvec.SyncVecEnv(copy=False): observations are views", games=True)
+@system("fastvec-sync-nocopy", "fastvec.SyncVecEnv(copy=False): observations are views",
+        games=True, procs="in the trainer")
 def _load_fastvec_sync_nocopy() -> Builder:
     import fastvec
 
@@ -109,7 +121,7 @@ def _fastvec_subproc(num_workers: int, batched: bool, local_block: bool = False)
 
 
 @system("fastvec-subproc", "fastvec.SubprocVecEnv(num_workers=2, copy=True), step()", "quick",
-        games=True)
+        games=True, procs="2 workers")
 def _load_fastvec_subproc() -> Builder:
     return _fastvec_subproc(2, batched=False)
 
@@ -120,6 +132,7 @@ def _load_fastvec_subproc() -> Builder:
     "the first half of the envs, one worker the other",
     "quick",
     games=True,
+    procs="trainer + 1 worker",
 )
 def _load_fastvec_local() -> Builder:
     return _fastvec_subproc(1, batched=False, local_block=True)
@@ -129,6 +142,7 @@ def _load_fastvec_local() -> Builder:
     "fastvec-async",
     "fastvec.SubprocVecEnv(num_workers=2, batch_size=num_envs // 2): recv() + send()",
     games=True,
+    procs="2 workers",
 )
 def _load_fastvec_async() -> Builder:
     return _fastvec_subproc(2, batched=True)
@@ -139,6 +153,7 @@ def _load_fastvec_async() -> Builder:
     "fastvec.SubprocVecEnv(num_workers=1, local_block=True, batch_size=num_envs // 2): "
     "recv() + send()",
     games=True,
+    procs="trainer + 1 worker",
 )
 def _load_fastvec_local_async() -> Builder:
     return _fastvec_subproc(1, batched=True, local_block=True)
@@ -148,6 +163,7 @@ def _load_fastvec_local_async() -> Builder:
     "gymnasium-async",
     "gymnasium.vector.AsyncVectorEnv(shared_memory=True, copy=True): a process per env",
     "quick",
+    procs="a process per env",
 )
 def _load_gymnasium_async() -> Builder:
     return VectorDriver.of(functools.partial(gym.vector.AsyncVectorEnv, shared_memory=True))
@@ -171,18 +187,19 @@ def _supersuit(num_cpus: int) -> Builder:
 
 
 @system("supersuit", "SuperSuit concat_vec_envs_v1(num_cpus=0): games in this process "
-        "(optional; games only)", envs=False, games=True)
+        "(optional; games only)", envs=False, games=True, procs="in the trainer")
 def _load_supersuit() -> Builder:
     return _supersuit(0)
 
 
 @system("supersuit-mp", "SuperSuit concat_vec_envs_v1(num_cpus=2): games in 2 processes "
-        "(optional; games only)", envs=False, games=True)
+        "(optional; games only)", envs=False, games=True, procs="2 processes")
 def _load_supersuit_mp() -> Builder:
     return _supersuit(2)
 
 
-@system("sb3-subproc", "stable_baselines3 SubprocVecEnv (optional; a process per env)")
+@system("sb3-subproc", "stable_baselines3 SubprocVecEnv (optional; a process per env)",
+        procs="a process per env")
 def _load_sb3_subproc() -> Builder:
     from stable_baselines3.common.vec_env import SubprocVecEnv
 
@@ -214,7 +231,8 @@ def _pufferlib(batched: bool) -> Builder:
     return build
 
 
-@system("pufferlib-mp", "pufferlib.vector.Multiprocessing, 2 workers, step() (optional)")
+@system("pufferlib-mp", "pufferlib.vector.Multiprocessing, 2 workers, step() (optional)",
+        procs="2 workers")
 def _load_pufferlib_mp() -> Builder:
     return _pufferlib(batched=False)
 
@@ -222,6 +240,7 @@ def _load_pufferlib_mp() -> Builder:
 @system(
     "pufferlib-async",
     "pufferlib.vector.Multiprocessing, 2 workers, batch_size=num_envs // 2 (optional)",
+    procs="2 workers",
 )
 def _load_pufferlib_async() -> Builder:
     return _pufferlib(batched=True)
@@ -249,7 +268,7 @@ def _fastvec_ray(inner: str, batched: bool = False) -> Builder:
 
 
 @system("fastvec-ray", "fastvec.RayVecEnv(num_actors=2, inner='sync'), step() (needs ray)",
-        "named")
+        "named", procs="2 Ray actors")
 def _load_fastvec_ray() -> Builder:
     import ray  # noqa: F401 - unavailable without it
 
@@ -261,6 +280,7 @@ def _load_fastvec_ray() -> Builder:
     "fastvec.RayVecEnv(num_actors=2, inner='subproc'): each actor steps its block through "
     "1 worker process on its node, step() (needs ray)",
     "named",
+    procs="2 Ray actors + 2 workers",
 )
 def _load_fastvec_ray_subproc() -> Builder:
     import ray  # noqa: F401 - unavailable without it
@@ -272,6 +292,7 @@ def _load_fastvec_ray_subproc() -> Builder:
     "fastvec-ray-async",
     "fastvec.RayVecEnv(num_actors=2, batch_size=num_envs // 2): recv() + send() (needs ray)",
     "named",
+    procs="2 Ray actors",
 )
 def _load_fastvec_ray_async() -> Builder:
     import ray  # noqa: F401 - unavailable without it
@@ -284,11 +305,11 @@ def _load_fastvec_ray_async() -> Builder:
 
 def _register_worker_variants(workers: int) -> None:
     about = f"as fastvec-subproc, num_workers={workers}"
-    system(f"fastvec-subproc-w{workers}", about, "named")(
+    system(f"fastvec-subproc-w{workers}", about, "named", procs=f"{workers} workers")(
         lambda: _fastvec_subproc(workers, batched=False)
     )
     about = f"as fastvec-async (batch_size=num_envs // 2), num_workers={workers}"
-    system(f"fastvec-async-w{workers}", about, "named")(
+    system(f"fastvec-async-w{workers}", about, "named", procs=f"{workers} workers")(
         lambda: _fastvec_subproc(workers, batched=True)
     )
 

@@ -28,7 +28,15 @@ from fastvec.bench.envs import (
 )
 from fastvec.bench.games import MULTIAGENT_EXTRA, DuelGame, HeavyDuelGame
 
-__all__ = ["MULTIAGENT_EXTRA", "WORKLOADS", "WORKLOAD_TIERS", "Workload", "stacked_env"]
+__all__ = [
+    "MULTIAGENT_EXTRA",
+    "WORKLOADS",
+    "WORKLOAD_ALIASES",
+    "WORKLOAD_TIERS",
+    "Workload",
+    "Workloads",
+    "stacked_env",
+]
 
 
 WORKLOAD_TIERS = ("quick", "full", "named")
@@ -52,6 +60,7 @@ class Workload:
     install: str = ""
     game: bool = False  # make_env returns a PettingZoo game: a row per agent
     frame_stack: int | None = None  # frames stacked by the vector env (fastvec's option)
+    label: str = ""  # a panel's second title line in the plot: what the env is
 
     @property
     def quick(self) -> bool:
@@ -62,9 +71,12 @@ class Workload:
 def _atari(name: str, make_env: Callable[[], gym.Env[Any, Any]], about: str,
            frame_stack: int | None = None) -> Workload:
     """A named-only Atari workload of 8 envs, which needs the atari extra."""
+    game = "Breakout" if name.startswith("breakout") else "Pong"
+    label = f"real {game}, " + ("fastvec.atari's frame loop" if frame_stack
+                                else "Gymnasium's Atari wrappers")
     return Workload(name, make_env, f"{about}; needs the atari extra: {ATARI_EXTRA}",
                     num_envs=8, tier="named", requires=("ale_py", "cv2"),
-                    install=ATARI_EXTRA, frame_stack=frame_stack)
+                    install=ATARI_EXTRA, frame_stack=frame_stack, label=label)
 
 
 def stacked_env(make_env: Callable[[], gym.Env[Any, Any]], stack_size: int
@@ -86,24 +98,62 @@ def make_heavy_duel() -> Any:
     """The CPU-bound two-player game of :mod:`fastvec.bench.games` (needs PettingZoo)."""
     return HeavyDuelGame()
 
+# Old names that scripts may still pass: looked up as the workload they now name.
+WORKLOAD_ALIASES = {"atari": "atari-like"}
+
+
+class Workloads(dict[str, Workload]):
+    """The workloads by name.
+
+    An old name (:data:`WORKLOAD_ALIASES`) finds its workload too, but only the current
+    names are iterated.
+    """
+
+    def canonical(self, name: str) -> str:
+        """The current name of ``name`` (itself, unless it is an alias)."""
+        return WORKLOAD_ALIASES.get(name, name)
+
+    def __missing__(self, name: str) -> Workload:
+        if name in WORKLOAD_ALIASES:
+            return self[WORKLOAD_ALIASES[name]]
+        raise KeyError(name)
+
+    def __contains__(self, name: object) -> bool:
+        return super().__contains__(WORKLOAD_ALIASES.get(name, name) if isinstance(name, str)
+                                    else name)
+
+    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+        """``self[name]`` (an alias too), or ``default``."""
+        return self[name] if name in self else default
+
+
 # Env makers are module-level classes, functions or partials, so subprocess backends
 # can pickle them.
-WORKLOADS: dict[str, Workload] = {
+WORKLOADS = Workloads({
     w.name: w
     for w in (
         Workload(
             "cartpole",
             functools.partial(gym.make, "CartPole-v1"),
             "gymnasium.make('CartPole-v1'): tiny float obs, real physics, default wrappers",
+            label="CartPole-v1",
         ),
-        Workload("atari", AtariLikeEnv, "uint8 (84, 84, 4) frames, Discrete(6), no real game"),
+        Workload(
+            "atari-like",
+            AtariLikeEnv,
+            "synthetic: uint8 (84, 84, 4) frames, Discrete(6), no game and no emulator "
+            "(one pixel changes per step; formerly named 'atari')",
+            label="synthetic 84x84x4 uint8 frames, no game",
+        ),
         Workload(
             "dict",
             DictObsEnv,
             "Dict obs: image uint8 (64, 64, 3), vec float32 (32,), MultiBinary(8), Discrete(10)",
+            label="synthetic Dict obs",
         ),
         Workload(
-            "info", InfoEnv, "float32 (4,) obs, infos int, float, bool, float32 (3,) per step"
+            "info", InfoEnv, "float32 (4,) obs, infos int, float, bool, float32 (3,) per step",
+            label="synthetic, 4 infos per step",
         ),
         Workload(
             "heavy",
@@ -162,4 +212,4 @@ WORKLOADS: dict[str, Workload] = {
             game=True,
         ),
     )
-}
+})

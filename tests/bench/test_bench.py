@@ -46,13 +46,14 @@ def test_measure_plain_in_process() -> None:
 
 
 def test_table_ratios_and_notes() -> None:
+    w = "atari-like"
     cells = {
-        ("atari", "plain"): report.Cell("atari", "plain", [{"rate": 100.0}, {"rate": 300.0}]),
-        ("atari", "gymnasium-sync"): report.Cell("atari", "gymnasium-sync", [{"rate": 50.0}]),
-        ("atari", "other"): report.Cell("atari", "other", error="unavailable: ImportError: x"),
+        (w, "plain"): report.Cell(w, "plain", [{"rate": 100.0}, {"rate": 300.0}]),
+        (w, "gymnasium-sync"): report.Cell(w, "gymnasium-sync", [{"rate": 50.0}]),
+        (w, "other"): report.Cell(w, "other", error="unavailable: ImportError: x"),
     }
-    assert report.ratio(cells, cells["atari", "gymnasium-sync"], "plain") == 0.25
-    assert report.ratio(cells, cells["atari", "other"], "plain") is None
+    assert report.ratio(cells, cells["atari-like", "gymnasium-sync"], "plain") == 0.25
+    assert report.ratio(cells, cells["atari-like", "other"], "plain") is None
     table = report.format_table(cells)
     assert "200" in table and "0.25x" in table and "4.00x" in table
     assert "unavailable: ImportError: x" in table
@@ -70,13 +71,13 @@ def test_a_loader_that_raises_marks_the_system_unavailable(monkeypatch) -> None:
 
 def test_unknown_names_are_rejected() -> None:
     with pytest.raises(SystemExit):
-        cli.parse_args(["--workloads", "atari,nope"])
+        cli.parse_args(["--workloads", "atari-like,nope"])
 
 
 def test_plot_is_written(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
-    cells = {("atari", "plain"): report.Cell("atari", "plain", [{"rate": 1e5}])}
-    report.write_plot(str(tmp_path / "b.png"), cells, ["atari"], "test")
+    cells = {("atari-like", "plain"): report.Cell("atari-like", "plain", [{"rate": 1e5}])}
+    report.write_plot(str(tmp_path / "b.png"), cells, ["atari-like"], "test")
     assert (tmp_path / "b.png").read_bytes()[:4] == b"\x89PNG"
 
 
@@ -105,7 +106,7 @@ def test_run_interleaves_repeats_and_skips_a_failed_system(monkeypatch) -> None:
 
 def test_command_smoke(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"
-    args = ["--workloads=atari,info", "--systems=plain,gymnasium-sync", "--repeats=2"]
+    args = ["--workloads=atari-like,info", "--systems=plain,gymnasium-sync", "--repeats=2"]
     args += ["--seconds=0.05", "--warmup=0.01", f"--json={out}"]
     proc = subprocess.run(
         [sys.executable, "-m", "fastvec.bench", *args],
@@ -120,12 +121,13 @@ def test_command_smoke(tmp_path: Path) -> None:
     written = json.loads(out.read_text())
     assert written["machine"]["cpu_count"] >= 1 and len(written["load_before"]) == 3
     results = {(r["workload"], r["system"]): r for r in written["results"]}
-    assert set(results) == {(w, s) for w in ("atari", "info") for s in ("plain", "gymnasium-sync")}
+    assert set(results) == {(w, s) for w in ("atari-like", "info")
+                            for s in ("plain", "gymnasium-sync")}
     for r in results.values():
         assert r["error"] is None, r["error"]
         assert len(r["repeats"]) == 2 and r["median"] > 0
         assert r["repeats"][0]["cpu_seconds"] > 0
-    assert results["atari", "plain"]["vs_plain"] == 1.0
+    assert results["atari-like", "plain"]["vs_plain"] == 1.0
     assert results["info", "gymnasium-sync"]["vs_gymnasium-sync"] == 1.0
 
 
@@ -228,7 +230,7 @@ def test_command_with_absent_optional_systems_does_not_crash(tmp_path: Path) -> 
 
 def test_default_and_full_selections() -> None:
     quick = cli.parse_args([])
-    assert quick.workloads == ["cartpole", "atari", "dict", "info"]
+    assert quick.workloads == ["cartpole", "atari-like", "dict", "info"]
     assert quick.systems == [
         "plain",
         "gymnasium-sync",
