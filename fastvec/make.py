@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import copy
 import functools
+import importlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec, VectorizeMode
 
-__all__ = ["make"]
+__all__ = ["find_spec", "make"]
 
 BACKENDS = ("sync", "subproc", "ray")
 # Gymnasium's ``vectorization_mode`` names, so ``gym.make_vec`` arguments carry over.
@@ -36,7 +37,8 @@ def make(
     keywords), or ``fastvec.make("CartPole-v1", 8, backend="subproc")``.
 
     Args:
-        env_id: A registered id (``"CartPole-v1"``), an ``EnvSpec``, or a callable
+        env_id: A registered id (``"CartPole-v1"``; ``"module:Id-v0"`` imports
+            ``module`` first, as ``gymnasium.make`` does), an ``EnvSpec``, or a callable
             returning a ``gymnasium.Env`` (called with ``env_kwargs``).
         num_envs: How many copies to run.
         backend: ``"sync"`` (``SyncVecEnv``, in this process; the default),
@@ -73,7 +75,7 @@ def make(
     backend_name = _backend_name(backend, vectorization_mode)
     spec = None
     if isinstance(env_id, (str, EnvSpec)):
-        spec = gym.spec(env_id) if isinstance(env_id, str) else env_id
+        spec = find_spec(env_id)
     elif not callable(env_id):
         raise TypeError(
             f"expected env_id to be a registered id, an EnvSpec or a callable, got {env_id!r}"
@@ -98,6 +100,24 @@ def make(
         if num_envs != 1:
             envs.spec.kwargs["num_envs"] = num_envs
     return envs
+
+
+def find_spec(env_id: str | EnvSpec) -> EnvSpec:
+    """The spec of a registered id, as ``gymnasium.make`` finds it: ``"module:Id-v0"``
+    imports ``module`` (which registers ``Id-v0``) first.  An ``EnvSpec`` is returned as
+    it is.
+    """
+    if not isinstance(env_id, str):
+        return env_id
+    module, _, name = env_id.rpartition(":")
+    if module:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise ModuleNotFoundError(
+                f"{exc}: {env_id!r} names module {module!r} to import before looking up "
+                f"{name!r}; expected an importable module that registers it") from exc
+    return gym.spec(name)
 
 
 def _backend_name(backend: str | VectorizeMode | None,

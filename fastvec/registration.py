@@ -17,7 +17,7 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
 
-from fastvec.make import _backend_name, make
+from fastvec.make import _backend_name, find_spec, make
 
 __all__ = ["register"]
 
@@ -73,7 +73,7 @@ def register(
         ('SyncVecEnv', (1.62, 1.62))
         >>> envs.close()
     """
-    spec = gym.spec(env_id) if isinstance(env_id, str) else env_id
+    spec = find_spec(env_id) if isinstance(env_id, (str, EnvSpec)) else env_id
     if not isinstance(spec, EnvSpec):
         raise TypeError(f"expected env_id to be a registered id or an EnvSpec, got {env_id!r}")
     _check_spec(spec)

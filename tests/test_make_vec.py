@@ -192,3 +192,22 @@ def test_results_equal_over_a_long_run_by_hand():
     assert truncated >= 12  # every env was cut at 60 steps, then autoreset
     ours.close()
     ref.close()
+
+
+def test_a_module_prefixed_id_imports_its_module_first(registered, tmp_path, monkeypatch):
+    """``"module:Id-v0"``, as ``gymnasium.make`` takes it: the module registers the id."""
+    (tmp_path / "fastvec_prefix_mod.py").write_text(
+        "import gymnasium as gym\n"
+        "gym.register('PrefixModEnv-v0', entry_point='gymnasium.envs.classic_control:"
+        "CartPoleEnv', max_episode_steps=7)\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "fastvec_prefix_mod", raising=False)
+    registered.append("PrefixModEnv-v0")
+    registered.append(fastvec.register("fastvec_prefix_mod:PrefixModEnv-v0"))
+    assert registered[-1] == "fastvec/PrefixModEnv-v0"
+    assert "fastvec_prefix_mod" in sys.modules
+    envs = fastvec.make("fastvec_prefix_mod:PrefixModEnv-v0", 2)
+    assert envs.spec.id == "PrefixModEnv-v0" and envs.spec.max_episode_steps == 7
+    envs.close()
+    with pytest.raises(ModuleNotFoundError, match="expected an importable module"):
+        fastvec.register("no_such_module_here:PrefixModEnv-v0")
