@@ -6,7 +6,8 @@ is ``<!-- run -->`` (invisible on GitHub), or ``<!-- run: needs pettingzoo, pyga
 -->`` for a block that needs optional packages.  The marked blocks of one page
 run in order in one namespace, as a script would (``__name__`` is
 ``"__main__"``), so a page can define an env in one block and use it in the
-next.  A block whose packages are not installed is skipped, and so is every later
+next; the README's blocks each run alone (a reader pastes one of them), so each
+imports what it uses.  A block whose packages are not installed is skipped, and so is every later
 block that needs packages (it may use what a skipped block defined); blocks that
 need nothing still run, so they must not use what a block with needs defined.  A
 page whose every block is skipped is a skipped test.  Unmarked blocks are
@@ -55,6 +56,7 @@ MODULES = [
 RUN_BLOCK = re.compile(r"^<!-- run(?:: needs ([\w., ]+))? -->\n```python\n(.*?)^```$",
                        re.MULTILINE | re.DOTALL)
 PAGES = [ROOT / "README.md", *sorted(DOCS.glob("*.md"))]
+ALONE = {ROOT / "README.md"}  # pages whose blocks each run in a fresh namespace
 LINK = re.compile(r"\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```$", re.MULTILINE | re.DOTALL)
 
@@ -99,19 +101,27 @@ def test_marked_code_blocks_run(page: Path) -> None:
             if missing(needs) or (needs and skipped):
                 skipped.append(f"block {number} ({', '.join(missing(needs)) or 'after a skip'})")
                 continue
+            if page in ALONE:
+                close_vector_envs(namespace)
+                namespace = {"__name__": "__main__"}
             try:
                 exec(compile(code, f"{page.name}, block {number}", "exec"), namespace)
             except Exception as exc:
                 pytest.fail(f"{page.name}, run block {number} failed: {exc!r}\n{code}")
     finally:  # what a page left open (a failed block's envs) is closed, workers with it
-        for value in namespace.values():
-            if isinstance(value, types.ModuleType):
-                continue  # (a module's lazy attributes may raise ImportError)
-            if hasattr(value, "close") and hasattr(value, "num_envs"):
-                value.close()
+        close_vector_envs(namespace)
     if blocks and len(skipped) == len(blocks):
         pytest.skip(f"{page.name}: every run block needs a package that is missing: "
                     f"{'; '.join(skipped)}")
+
+
+def close_vector_envs(namespace: dict) -> None:
+    """Close the vector envs a block left in ``namespace``."""
+    for value in namespace.values():
+        if isinstance(value, types.ModuleType):
+            continue  # (a module's lazy attributes may raise ImportError)
+        if hasattr(value, "close") and hasattr(value, "num_envs"):
+            value.close()
 
 
 def anchors(page: Path) -> set[str]:
