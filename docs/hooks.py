@@ -21,6 +21,7 @@ PAGES = {
     "README.md": "index.md",
     "CHANGELOG.md": "changelog.md",
     "benchmarks/README.md": "benchmark-results.md",
+    "benchmarks/HISTORY.md": "benchmark-history.md",  # dated runs from development
     "examples/README.md": "examples.md",
     "csrc/README.md": "kernels.md",
 }

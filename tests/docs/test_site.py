@@ -60,7 +60,8 @@ def copy_docs(tmp_path: Path) -> Path:
                         ignore=shutil.ignore_patterns("*.so", "__pycache__"))
     for folder in ("benchmarks", "examples", "csrc"):
         (copy / folder).mkdir()
-        shutil.copy(ROOT / folder / "README.md", copy / folder / "README.md")
+        for page in (ROOT / folder).glob("*.md"):
+            shutil.copy(page, copy / folder / page.name)
     return copy
 
 
