@@ -3,7 +3,8 @@
 ``lint-imports`` checks the contracts of ``pyproject.toml``: ``fastvec.vector``
 above ``fastvec.pool`` above ``fastvec.spaces`` above ``fastvec._kernels``; the
 process pool and the Ray pool independent; no import cycle between sibling
-modules anywhere in the package (``fastvec.bench`` included).  It runs in a
+modules anywhere in the package (``fastvec.bench`` included); ``fastvec.selfplay``
+an island that imports none of the layers.  It runs in a
 child process: import-linter reconfigures logging, which would silence the
 ``fastvec`` logger for the tests after it.  docs/architecture.md, which draws the
 layers and says which file holds what, names every file and folder of the package.

@@ -15,6 +15,7 @@ from typing import Any
 import gymnasium as gym
 
 from fastvec.atari.env import _INSTALL, PreprocessedAtari
+from fastvec.make import make as make_vector_env
 from fastvec.spaces.frame_stack import FrameStack
 
 __all__ = ["PreprocessedAtari", "make"]
@@ -52,8 +53,6 @@ def make(env_id: str, num_envs: int, *, backend: str = "subproc",
         The vector env; observations ``(num_envs, stack_size, height, width)`` uint8
         (``(num_envs, stack_size, height, width, 3)`` with ``grayscale_obs=False``).
     """
-    import fastvec
-
     if vector_kwargs and "frame_stack" in vector_kwargs:
         raise ValueError("expected stack_size to set the frame stack, not vector_kwargs"
                          "['frame_stack']")
@@ -64,5 +63,5 @@ def make(env_id: str, num_envs: int, *, backend: str = "subproc",
         PreprocessedAtari, env_id, env_kwargs, noop_max=noop_max, frame_skip=frame_skip,
         screen_size=screen_size, terminal_on_life_loss=terminal_on_life_loss,
         grayscale_obs=grayscale_obs)
-    return fastvec.make(env_fn, num_envs, backend=backend,
-                        vector_kwargs={**(vector_kwargs or {}), "frame_stack": stack})
+    return make_vector_env(env_fn, num_envs, backend=backend,
+                           vector_kwargs={**(vector_kwargs or {}), "frame_stack": stack})

@@ -12,16 +12,16 @@ docs/selfplay.md.
 
 from fastvec.selfplay.evaluation import Evaluation, Tournament, evaluate, play_matches, tournament
 from fastvec.selfplay.league import League, Outcome
+from fastvec.selfplay.opponents import LEARNER, PoolEntry
 from fastvec.selfplay.players import RandomPlayer
 from fastvec.selfplay.plots import plot_history
-from fastvec.selfplay.pool import LEARNER, Entry
 from fastvec.selfplay.ratings import elo_expected, elo_update, fit_elo
 from fastvec.selfplay.sampling import PFSP, Recency, Uniform
 from fastvec.selfplay.seats import RESULTS
 from fastvec.selfplay.settings import SHARES
 
 __all__ = [
-    "LEARNER", "PFSP", "RESULTS", "SHARES", "Entry", "Evaluation", "League", "Outcome",
+    "LEARNER", "PFSP", "RESULTS", "SHARES", "Evaluation", "League", "Outcome", "PoolEntry",
     "RandomPlayer", "Recency", "Tournament", "Uniform", "elo_expected", "elo_update",
     "evaluate", "fit_elo", "play_matches", "plot_history", "tournament",
 ]

@@ -21,10 +21,10 @@ from typing import Any
 import numpy as np
 from gymnasium.vector import AutoresetMode
 
+from fastvec.selfplay.opponents import LEARNER
 from fastvec.selfplay.players import Act, call_player, first_legal
-from fastvec.selfplay.pool import LEARNER
 from fastvec.selfplay.ratings import fit_elo, ranked
-from fastvec.selfplay.seats import RESULTS, Seats, judge, score
+from fastvec.selfplay.seats import RESULTS, Seats, judge
 
 __all__ = ["Evaluation", "Tournament", "evaluate", "play_matches", "tournament", "wilson"]
 
@@ -95,23 +95,22 @@ def evaluate(envs: Any, policy: Act, anchors: Mapping[str, Act], games: int, *,
             seat for all games.
         seed: Seed of the envs' reset.
     """
-    layout = Seats(envs.game_of_row, envs.seat_of_row)
+    num_seats = Seats(envs.game_of_row, envs.seat_of_row).num_seats
     if isinstance(games, bool) or not isinstance(games, int) or games < 1:
         raise ValueError(f"expected games to be a positive int, got {games!r}")
-    if seats not in ("both", *range(layout.num_seats)):
-        raise ValueError(f"expected seats to be 'both' or a seat in 0..{layout.num_seats - 1}, "
+    if seats not in ("both", *range(num_seats)):
+        raise ValueError(f"expected seats to be 'both' or a seat in 0..{num_seats - 1}, "
                          f"got {seats!r}")
     matches, keys = [], []
     for anchor in anchors:
         for k in range(games):
-            seat = k % layout.num_seats if seats == "both" else int(seats)
-            matches.append(tuple(LEARNER if s == seat else anchor
-                                 for s in range(layout.num_seats)))
+            seat = k % num_seats if seats == "both" else int(seats)
+            matches.append(tuple(LEARNER if s == seat else anchor for s in range(num_seats)))
             keys.append((anchor, seat))
     returns = play_matches(envs, {LEARNER: policy, **anchors}, matches, seed=seed)
-    results = {a: Evaluation(a, np.zeros((layout.num_seats, 3), dtype=np.int64)) for a in anchors}
+    results = {a: Evaluation(a, np.zeros((num_seats, 3), dtype=np.int64)) for a in anchors}
     for (anchor, seat), got in zip(keys, returns, strict=True):
-        results[anchor].counts[seat, RESULTS.index(judge(got, seat))] += 1
+        results[anchor].counts[seat, judge(got, seat).index] += 1
     return results
 
 
@@ -159,7 +158,7 @@ def tournament(envs: Any, players: Mapping[str, Act], games_per_pair: int, *,
     games = np.zeros((len(names), len(names)))
     for (i, j, seat), got in zip(pairs, play_matches(envs, players, matches, seed=seed),
                                  strict=True):
-        points = score(got, seat)
+        points = judge(got, seat).score
         scores[i, j] += points
         scores[j, i] += 1.0 - points
         games[i, j] += 1
@@ -171,44 +170,44 @@ def tournament(envs: Any, players: Mapping[str, Act], games_per_pair: int, *,
 def play_matches(envs: Any, players: Mapping[str, Act], matches: Sequence[Sequence[str]], *,
                  seed: int | None = None) -> np.ndarray:
     """Play every match (a player id per seat); each match's returns per seat, in order."""
-    layout = Seats(envs.game_of_row, envs.seat_of_row)
+    seats = Seats(envs.game_of_row, envs.seat_of_row)
     if envs.metadata.get("autoreset_mode") == AutoresetMode.DISABLED:
         raise ValueError("expected a vector env that auto-resets (NEXT_STEP or SAME_STEP) to "
                          "play matches on, got autoreset_mode DISABLED")
     codes = {name: code for code, name in enumerate(players, start=1)}
     names = {code: name for name, code in codes.items()}
     for match in matches:
-        if len(match) != layout.num_seats or any(p not in codes for p in match):
+        if len(match) != seats.num_seats or any(p not in codes for p in match):
             raise ValueError(f"expected a match to name one of the players {list(players)} "
-                             f"for each of the {layout.num_seats} seats, got {match!r}")
-    returns = np.zeros((len(matches), layout.num_seats))
-    playing = np.full(layout.num_games, -1, dtype=np.int64)  # the match of each game
+                             f"for each of the {seats.num_seats} seats, got {match!r}")
+    returns = np.zeros((len(matches), seats.num_seats))
+    playing = np.full(seats.num_games, -1, dtype=np.int64)  # the match of each game
     queue = iter(range(len(matches)))
 
-    def assign(game: int) -> None:
+    def next_match(game: int) -> list[int]:
+        """The codes of the seats of the next match, which ``game`` plays (0s: none left)."""
         match = next(queue, -1)
         playing[game] = match
-        layout.code[game] = [codes[p] for p in matches[match]] if match >= 0 else 0
+        return [codes[p] for p in matches[match]] if match >= 0 else [0] * seats.num_seats
 
-    for game in range(layout.num_games):
-        assign(game)
-    layout.regroup()
+    seats.assign(np.arange(seats.num_games), [next_match(g) for g in range(seats.num_games)])
     driver = _Driver(envs, seed)
     remaining = len(matches)
     while remaining:
         obs, rewards, terminations, truncations, infos, env_ids = driver.batch
-        for game in layout.ended(rewards, terminations, truncations, infos, env_ids):
-            got = layout.take_returns(int(game))
+        ended = seats.ended(rewards, terminations, truncations, infos, env_ids)
+        for game in ended.tolist():
+            got = seats.take_returns(game)
             if playing[game] >= 0:
                 returns[playing[game]] = got
                 remaining -= 1
-            assign(int(game))
-        layout.regroup()
+        if ended.size:
+            seats.assign(ended, [next_match(game) for game in ended.tolist()])
         if not remaining:
             break
         actions = np.zeros((len(rewards), *envs.single_action_space.shape),
                            dtype=envs.single_action_space.dtype)
-        for code, positions in layout.groups(infos.get("active"), env_ids).items():
+        for code, positions in seats.groups(infos.get("active"), env_ids).items():
             actions[positions] = first_legal(obs, positions) if code == 0 else \
                 call_player(names[code], players[names[code]], obs, positions)
         driver.advance(actions)

@@ -26,23 +26,35 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sized
 from typing import Any, NamedTuple
 
 import numpy as np
 
+from fastvec.selfplay.evaluation import evaluate
+from fastvec.selfplay.opponents import LEARNER, OpponentPool, PoolEntry
 from fastvec.selfplay.players import Act, call_player
-from fastvec.selfplay.pool import LEARNER, Entry, Pool
 from fastvec.selfplay.ratings import elo_update
-from fastvec.selfplay.sampling import (
-    Sampling,
-    parse_sampling,
-    sampling_from_state,
+from fastvec.selfplay.sampling import Sampling, parse_sampling, sampling_from_state
+from fastvec.selfplay.seats import RESULTS, Seats, judge
+from fastvec.selfplay.settings import (
+    DEFAULT_SHARES,
+    DRAWN_FROM,
+    SHARES,
+    LeagueSettings,
+    check_player,
+    check_player_dicts,
+    check_seed,
 )
-from fastvec.selfplay.seats import RESULTS, Seats, judge, score
-from fastvec.selfplay.settings import SHARES, check_player, check_settings, parse_shares
+from fastvec.selfplay.state import league_state, load_league_state
 
 __all__ = ["RESULTS", "League", "Outcome"]
+
+
+def fresh_since_snapshot() -> dict[str, Any]:
+    """The trigger counters right after a snapshot: learner steps, games, their scores."""
+    return {"steps": 0, "games": 0, "score": 0.0}
+
 
 class Outcome(NamedTuple):
     """A finished game, from the learner's point of view (self-play: from seat 0's)."""
@@ -84,6 +96,9 @@ class League:
         seed: Seed of the draws (None or a non-negative int); the same seed gives the
             same draws.
 
+    The settings (all but the players, ``sampling`` and ``seed``) are kept, checked, in
+    :attr:`settings`, a frozen :class:`~fastvec.selfplay.settings.LeagueSettings`.
+
     Raises:
         ValueError: an argument out of its range (each message says what was expected).
     """
@@ -103,24 +118,19 @@ class League:
                  win_rate_window: int = 100,
                  seed: int | None = None) -> None:
         self.seats = Seats(game_of_row, seat_of_row)
-        self.shares = parse_shares(shares if shares is not None
-                                   else {"self_play": 0.5, "snapshots": 0.5})
+        self.settings = LeagueSettings(
+            shares=DEFAULT_SHARES if shares is None else shares, snapshot_every=snapshot_every,
+            snapshot_win_rate=snapshot_win_rate, snapshot_min_games=snapshot_min_games,
+            max_snapshots=max_snapshots, eviction=eviction, elo_k=elo_k,
+            initial_rating=initial_rating, win_rate_window=win_rate_window)
         self.sampling = parse_sampling(sampling)
-        check_settings(snapshot_every=snapshot_every, snapshot_min_games=snapshot_min_games,
-                       max_snapshots=max_snapshots, win_rate_window=win_rate_window,
-                       snapshot_win_rate=snapshot_win_rate, eviction=eviction, elo_k=elo_k,
-                       initial_rating=initial_rating, seed=seed,
-                       players={"opponents": opponents, "anchors": anchors})
-        self.snapshot_every, self.snapshot_win_rate = snapshot_every, snapshot_win_rate
-        self.snapshot_min_games, self.max_snapshots = snapshot_min_games, max_snapshots
-        self.eviction, self.elo_k = eviction, float(elo_k)
-        self.initial_rating = float(initial_rating)
-        self.win_rate_window = win_rate_window
+        check_seed(seed)
+        check_player_dicts(opponents=opponents, anchors=anchors)
         self.rng = np.random.default_rng(seed)
-        self.pool = Pool()
-        self.learner_rating = float(initial_rating)
+        self.pool = OpponentPool()
+        self.learner_rating = self.settings.initial_rating
         self.learner_steps = self.games = self.snapshots_taken = 0
-        self.since_snapshot = {"steps": 0, "games": 0, "score": 0.0}
+        self.since_snapshot = fresh_since_snapshot()
         self.history: list[dict[str, Any]] = []
         self.evaluations: list[dict[str, Any]] = []
         for policy, act in (opponents or {}).items():
@@ -129,7 +139,6 @@ class League:
             self.add_anchor(policy, act)
         self.learner_seat = np.arange(self.seats.num_games, dtype=np.int64) % self.seats.num_seats
         self._assign(np.arange(self.seats.num_games))
-        self.seats.regroup()
 
     @classmethod
     def from_env(cls, envs: Any, **kwargs: Any) -> League:
@@ -160,8 +169,8 @@ class League:
         policy = f"snapshot-{self.snapshots_taken + 1}" if policy is None else policy
         self.pool.add(policy, "snapshot", rating=self.learner_rating, created=self.learner_steps)
         self.snapshots_taken += 1
-        self.since_snapshot = {"steps": 0, "games": 0, "score": 0.0}
-        self.pool.evict(self.max_snapshots, self.eviction, keep=policy)
+        self.since_snapshot = fresh_since_snapshot()
+        self.pool.evict(self.settings.max_snapshots, self.settings.eviction, keep=policy)
         self.record()
         return policy
 
@@ -177,7 +186,7 @@ class League:
         """
         return self.pool.pop_retired()
 
-    def entry(self, policy: str) -> Entry:
+    def entry(self, policy: str) -> PoolEntry:
         """The pool entry of ``policy`` (its kind, rating, record); unknown ids raise."""
         return self.pool.get(policy)
 
@@ -194,18 +203,15 @@ class League:
     # -- who plays which rows ------------------------------------------------------
 
     def policy_rows(self, where: Any = None, env_ids: Any = None) -> dict[str, np.ndarray]:
-        """Each policy that acts now (the learner first) with its rows' positions.
+        """Each policy that acts now (the learner first) with its rows' positions, and
+        the learner's positions counted as learner steps: call it once per step.
 
         Positions index the batch: they are rows unless ``env_ids`` (an async batch's)
         is given.  Only rows where ``where`` (e.g. ``infos["active"]``) is True count.
-        The learner's positions count as its learner steps: call this once per step.
         """
         groups = self.seats.groups(where, env_ids)
         named = {self._name(code): positions for code, positions in groups.items()}
-        learner = named.get(LEARNER)
-        if learner is not None:
-            self.learner_steps += learner.size
-            self.since_snapshot["steps"] += learner.size
+        self._count_learner_steps(named.get(LEARNER, ()))
         return named
 
     def rows_of(self, policy: str, where: Any = None, env_ids: Any = None) -> np.ndarray:
@@ -244,7 +250,6 @@ class League:
             return []
         outcomes = [self._finish(int(game)) for game in ended]
         self._assign(ended)
-        self.seats.regroup()
         return outcomes
 
     def reset(self) -> None:
@@ -258,11 +263,12 @@ class League:
         """A snapshot trigger fired: ``snapshot_every`` learner steps since the last one,
         or the score threshold reached over ``snapshot_min_games`` games.
         """
-        since = self.since_snapshot
-        by_steps = self.snapshot_every is not None and since["steps"] >= self.snapshot_every
-        by_score = (self.snapshot_win_rate is not None and self.snapshot_min_games is not None
-                    and since["games"] >= self.snapshot_min_games
-                    and since["score"] >= self.snapshot_win_rate * since["games"])
+        since, settings = self.since_snapshot, self.settings
+        every, rate, min_games = (settings.snapshot_every, settings.snapshot_win_rate,
+                                  settings.snapshot_min_games)
+        by_steps = every is not None and since["steps"] >= every
+        by_score = (rate is not None and min_games is not None and since["games"] >= min_games
+                    and since["score"] >= rate * since["games"])
         return by_steps or by_score
 
     # -- ratings -------------------------------------------------------------------
@@ -296,10 +302,7 @@ class League:
         ``envs``; the results go into :attr:`evaluations` and are returned, by anchor id.
         See :func:`fastvec.selfplay.evaluate`.
         """
-        from fastvec.selfplay.evaluation import evaluate
-
-        chosen = self.anchors if anchors is None else \
-            {p: self._player(p) for p in anchors}
+        chosen = self.anchors if anchors is None else {p: self._player(p) for p in anchors}
         results = evaluate(envs, policy, chosen, games, seats=seats, seed=seed)
         self.evaluations.append({"learner_steps": self.learner_steps,
                                  "results": {p: r.counts.tolist() for p, r in results.items()}})
@@ -309,8 +312,6 @@ class League:
 
     def state_dict(self) -> dict[str, Any]:
         """Everything the league knows, as plain data (JSON-able); callables left out."""
-        from fastvec.selfplay.state import league_state
-
         return league_state(self)
 
     def load_state_dict(self, state: Mapping[str, Any],
@@ -318,8 +319,6 @@ class League:
         """Take back a :meth:`state_dict`; ``players`` gives the callables of its fixed
         opponents and anchors, by id.
         """
-        from fastvec.selfplay.state import load_league_state
-
         load_league_state(self, state, players or {})
 
     def save(self, path: str | os.PathLike[str]) -> None:
@@ -344,7 +343,7 @@ class League:
                     rating: float | None, train: bool) -> None:
         check_player(policy, act, weight, rating)
         self.pool.add(policy, kind, act=act, weight=float(weight), train=train,
-                      rating=self.initial_rating if rating is None else float(rating),
+                      rating=self.settings.initial_rating if rating is None else float(rating),
                       created=self.learner_steps)
 
     def _player(self, policy: str) -> Act:
@@ -352,6 +351,12 @@ class League:
         if act is None:
             raise ValueError(f"{policy!r} is a snapshot or retired: it has no callable to play")
         return act
+
+    def _count_learner_steps(self, positions: Sized) -> None:
+        """The learner chose the moves of ``positions``: so many learner steps."""
+        steps = len(positions)
+        self.learner_steps += steps
+        self.since_snapshot["steps"] += steps
 
     def _name(self, code: int) -> str:
         return LEARNER if code == 0 else self.pool.by_code(code).id
@@ -361,36 +366,36 @@ class League:
 
     def _assign(self, games: np.ndarray) -> None:
         """Draw the kind of the games that start in ``games`` (in order), and opponents."""
-        p = np.array([self.shares[k] for k in SHARES])
+        p = np.array([self.settings.shares[k] for k in SHARES])
         kinds = self.rng.choice(len(SHARES), size=len(games), p=p / p.sum())
-        codes = self.seats.code
-        codes[games] = 0
-        for k, drawable in ((1, ("snapshot",)), (2, ("fixed", "anchor"))):
-            chosen = games[kinds == k]
-            entries = self.pool.drawable(drawable) if chosen.size else []
+        codes = np.zeros((len(games), self.seats.num_seats), dtype=np.int64)  # self-play
+        for k, kind in enumerate(SHARES):
+            chosen = np.flatnonzero(kinds == k)  # positions in games
+            entries = self.pool.drawable(DRAWN_FROM[kind]) \
+                if chosen.size and DRAWN_FROM[kind] else []
             if not entries:
-                continue  # nobody of this kind yet: self-play
+                continue  # self-play, or nobody of this kind yet: self-play
             weights = self.sampling.weights(entries)
             picks = self.rng.choice(len(entries), size=chosen.size, p=weights / weights.sum())
-            for game, pick in zip(chosen.tolist(), picks.tolist(), strict=True):
-                codes[game] = entries[pick].code
-                codes[game, self.learner_seat[game]] = 0
+            for at, pick in zip(chosen.tolist(), picks.tolist(), strict=True):
+                codes[at] = entries[pick].code
+                codes[at, self.learner_seat[games[at]]] = 0
                 entries[pick].playing += 1
+        self.seats.assign(games, codes)
 
     def _finish(self, game: int) -> Outcome:
         returns = self.seats.take_returns(game)
         opponent = self._opponent_code(game)
         seat = int(self.learner_seat[game]) if opponent else 0
-        result, mine = judge(returns, seat), float(returns[seat])
+        result = judge(returns, seat)
         if opponent:
-            points = score(returns, seat)
             entry = self.pool.by_code(opponent)
-            entry.record(points, self.win_rate_window)
+            entry.record(result, self.settings.win_rate_window)
             self.learner_rating, entry.rating = elo_update(
-                self.learner_rating, entry.rating, points, self.elo_k)
+                self.learner_rating, entry.rating, result.score, self.settings.elo_k)
             self.since_snapshot["games"] += 1
-            self.since_snapshot["score"] += points
+            self.since_snapshot["score"] += result.score
             self.pool.game_over(opponent)
         self.games += 1
         self.learner_seat[game] = (self.learner_seat[game] + 1) % self.seats.num_seats
-        return Outcome(game, self._name(opponent), seat, result, mine)
+        return Outcome(game, self._name(opponent), seat, result.word, float(returns[seat]))

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from fastvec.selfplay.pool import LEARNER
+from fastvec.selfplay.opponents import LEARNER
 
 __all__ = ["plot_history"]
 

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from fastvec.selfplay.pool import Entry
+from fastvec.selfplay.opponents import PoolEntry
 
 __all__ = ["PFSP", "Recency", "Sampling", "Uniform", "sampling_from_state"]
 
@@ -30,7 +30,7 @@ __all__ = ["PFSP", "Recency", "Sampling", "Uniform", "sampling_from_state"]
 class Sampling(Protocol):
     """A rule that weighs the entries a new game may draw."""
 
-    def weights(self, entries: Sequence[Entry]) -> np.ndarray:
+    def weights(self, entries: Sequence[PoolEntry]) -> np.ndarray:
         """One weight (>= 0, not all 0) per entry, entries in the order they joined."""
         ...
 
@@ -39,7 +39,7 @@ class Sampling(Protocol):
 class Uniform:
     """Every entry alike."""
 
-    def weights(self, entries: Sequence[Entry]) -> np.ndarray:
+    def weights(self, entries: Sequence[PoolEntry]) -> np.ndarray:
         """Ones, times each entry's weight."""
         return np.array([e.weight for e in entries], dtype=np.float64)
 
@@ -54,7 +54,7 @@ class Recency:
         if not 0.0 < self.decay <= 1.0:
             raise ValueError(f"expected 0 < decay <= 1, got {self.decay!r}")
 
-    def weights(self, entries: Sequence[Entry]) -> np.ndarray:
+    def weights(self, entries: Sequence[PoolEntry]) -> np.ndarray:
         """``decay ** age`` (age 0 for the newest), times each entry's weight."""
         ages = np.arange(len(entries) - 1, -1, -1, dtype=np.float64)
         return self.decay ** ages * np.array([e.weight for e in entries], dtype=np.float64)
@@ -79,7 +79,7 @@ class PFSP:
         if not 0.0 < self.floor <= 1.0:
             raise ValueError(f"expected 0 < floor <= 1, got {self.floor!r}")
 
-    def weights(self, entries: Sequence[Entry]) -> np.ndarray:
+    def weights(self, entries: Sequence[PoolEntry]) -> np.ndarray:
         """The PFSP weight of each entry, at least ``floor``, times its weight."""
         w = np.array([e.win_rate for e in entries], dtype=np.float64)
         rule = (1.0 - w) ** self.power if self.weighting == "hard" else w * (1.0 - w)

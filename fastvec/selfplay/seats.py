@@ -2,8 +2,9 @@
 
 A vector env of games (``fastvec.make_multiagent``) has one row per seat of each
 game (``game_of_row``, ``seat_of_row``).  :class:`Seats` holds, per game and seat,
-the code of the policy that plays it, groups the rows by policy, adds up each
-row's rewards over its game and tells which games ended in a step.
+the code of the policy that plays it (set by :meth:`Seats.assign` only, which groups
+the rows by policy again), adds up each row's rewards over its game and tells which
+games ended in a step; :func:`judge` gives a seat's :class:`Result` in a game.
 
 A game is over on the step in which its last agents leave: every row of the game
 either ends there (``terminations | truncations``) or is no longer alive
@@ -15,11 +16,12 @@ new game from its first move.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-__all__ = ["RESULTS", "Seats", "batch_rows", "judge", "score"]
+__all__ = ["RESULTS", "Result", "Seats", "batch_rows", "judge", "score"]
 
 RESULTS = ("win", "draw", "loss")
 """The results of a game, from one seat's point of view."""
@@ -39,13 +41,33 @@ def score(returns: np.ndarray, seat: int) -> float:
     return float(((others < mine).sum() + 0.5 * (others == mine).sum()) / others.size)
 
 
-def judge(returns: np.ndarray, seat: int) -> str:
-    """The result of ``seat`` in a game whose seats got ``returns`` over it, from its
-    :func:`score`: a win above one half, a loss below, a draw at one half (two seats: a
-    win if its return is above the other's, a loss if below).
+@dataclass(frozen=True)
+class Result:
+    """One seat's result in a finished game: its :func:`score`, and the word it comes to.
+
+    >>> result = judge(np.array([1.0, -1.0]), 1)
+    >>> result.score, result.word, RESULTS[result.index]
+    (0.0, 'loss', 'loss')
     """
-    value = score(returns, seat)
-    return "win" if value > 0.5 else "loss" if value < 0.5 else "draw"
+
+    score: float
+
+    @property
+    def word(self) -> str:
+        """One of :data:`RESULTS`: a win above one half, a loss below, a draw at one half."""
+        return "win" if self.score > 0.5 else "loss" if self.score < 0.5 else "draw"
+
+    @property
+    def index(self) -> int:
+        """The position of :attr:`word` in :data:`RESULTS` (a column of win/draw/loss counts)."""
+        return RESULTS.index(self.word)
+
+
+def judge(returns: np.ndarray, seat: int) -> Result:
+    """The result of ``seat`` in a game whose seats got ``returns`` over it (two seats: a
+    win if its return is above the other's, a loss if below, else a draw).
+    """
+    return Result(score(returns, seat))
 
 
 def batch_rows(env_ids: Any, num_rows: int) -> np.ndarray:
@@ -88,15 +110,30 @@ class Seats:
         self.num_games, self.num_seats, self.num_rows = num_games, num_seats, games.size
         self.game_of_row, self.seat_of_row = games, seats
         self.row_of = grid  # [game, seat] -> row
-        self.code = np.zeros((num_games, num_seats), dtype=np.int64)  # [game, seat] -> policy
         self.returns = np.zeros(games.size, dtype=np.float64)
+        self._code = np.zeros((num_games, num_seats), dtype=np.int64)  # [game, seat] -> policy
         self._groups: dict[int, np.ndarray] = {}
         self._code_of_row = np.zeros(games.size, dtype=np.int64)
-        self.regroup()
+        self._regroup()
 
-    def regroup(self) -> None:
-        """Group the rows by policy code again (after :attr:`code` changed)."""
-        self._code_of_row = self.code[self.game_of_row, self.seat_of_row]
+    @property
+    def code(self) -> np.ndarray:
+        """The policy code of each seat of each game, ``[game, seat]`` (read only: see
+        :meth:`assign`).
+        """
+        view = self._code.view()
+        view.flags.writeable = False
+        return view
+
+    def assign(self, games: Any, codes: Any) -> None:
+        """Give the seats of ``games`` to the policies ``codes`` (a row of seats per game,
+        or anything that broadcasts to it), and group the rows by policy again.
+        """
+        self._code[np.asarray(games, dtype=np.int64)] = codes
+        self._regroup()
+
+    def _regroup(self) -> None:
+        self._code_of_row = self._code[self.game_of_row, self.seat_of_row]
         self._groups = {int(code): np.flatnonzero(self._code_of_row == code)
                         for code in np.unique(self._code_of_row)}
 

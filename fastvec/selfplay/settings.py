@@ -1,18 +1,30 @@
-"""The league's settings checked: the shares of the kinds of games, counts and rates."""
+"""The league's settings, checked once: the shares of the kinds of games, counts, rates."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from fastvec.selfplay.pool import EVICTION_RULES
+from fastvec.selfplay.opponents import EVICTION_RULES
 
-__all__ = ["SHARES", "check_player", "check_settings", "parse_shares"]
+__all__ = ["DEFAULT_SHARES", "DRAWN_FROM", "SHARES", "LeagueSettings", "check_player",
+           "check_player_dicts", "check_seed", "parse_shares"]
 
-SHARES = ("self_play", "snapshots", "fixed")
+DRAWN_FROM: dict[str, tuple[str, ...]] = {
+    "self_play": (),  # the learner in every seat
+    "snapshots": ("snapshot",),
+    "fixed": ("fixed", "anchor"),  # anchors only if registered with train=True
+}
+"""Each kind of game, with the kinds of pool entries its opponent is drawn from."""
+SHARES = tuple(DRAWN_FROM)
 """The kinds of games: pure self-play, against a snapshot, against a fixed opponent."""
+DEFAULT_SHARES = {"self_play": 0.5, "snapshots": 0.5}
+"""The shares of a league given ``shares=None``."""
+COUNTS = ("snapshot_every", "snapshot_min_games", "max_snapshots", "win_rate_window")
+"""The settings that are counts: positive ints (the first three may also be None)."""
 
 
 def is_number(value: object) -> bool:
@@ -21,35 +33,62 @@ def is_number(value: object) -> bool:
             and not isinstance(value, bool) and math.isfinite(value))
 
 
-def check_settings(*, snapshot_win_rate: float | None, eviction: str, elo_k: float,
-                   initial_rating: float, seed: object, players: Mapping[str, object],
-                   **counts: int | None) -> None:
-    """Refuse settings out of their range (``counts``: positive ints or None;
-    ``players``: the ``opponents=`` and ``anchors=`` given, None or dicts).
+@dataclass(frozen=True)
+class LeagueSettings:
+    """Every setting of a :class:`~fastvec.selfplay.League` (see its arguments), checked
+    here once (``ValueError`` saying what was expected); ``shares`` are kept with every
+    kind of game (:data:`SHARES`).  A league saves them as a dict
+    (``dataclasses.asdict``) and takes them back with ``LeagueSettings(**saved)``.
     """
-    for name, value in counts.items():
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)
-                                  or value < 1):
-            raise ValueError(f"expected {name} to be a positive int, got {value!r}")
-    if snapshot_win_rate is not None and not (is_number(snapshot_win_rate)
-                                              and 0.0 < snapshot_win_rate <= 1.0):
-        raise ValueError(f"expected 0 < snapshot_win_rate <= 1, got {snapshot_win_rate!r}")
-    if snapshot_win_rate is not None and counts.get("snapshot_min_games", 1) is None:
-        raise ValueError("expected snapshot_min_games to be a positive int with "
-                         f"snapshot_win_rate={snapshot_win_rate!r}, got None (the score "
-                         "trigger is off with snapshot_win_rate=None)")
-    if eviction not in EVICTION_RULES:
-        raise ValueError(f"expected eviction in {EVICTION_RULES}, got {eviction!r}")
-    if not (is_number(elo_k) and elo_k > 0):
-        raise ValueError(f"expected a positive elo_k, got {elo_k!r}")
-    if not is_number(initial_rating):
-        raise ValueError(f"expected initial_rating to be a number, got {initial_rating!r}")
+
+    shares: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_SHARES))
+    snapshot_every: int | None = 50_000
+    snapshot_win_rate: float | None = None
+    snapshot_min_games: int | None = 200
+    max_snapshots: int | None = 20
+    eviction: str = "oldest"
+    elo_k: float = 16.0
+    initial_rating: float = 1000.0
+    win_rate_window: int = 100
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "shares", parse_shares(self.shares))
+        for name in COUNTS:
+            value = getattr(self, name)
+            if value is None and name != "win_rate_window":
+                continue  # that count is off
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"expected {name} to be a positive int, got {value!r}")
+        rate = self.snapshot_win_rate
+        if rate is not None and not (is_number(rate) and 0.0 < rate <= 1.0):
+            raise ValueError(f"expected 0 < snapshot_win_rate <= 1, got {rate!r}")
+        if rate is not None and self.snapshot_min_games is None:
+            raise ValueError("expected snapshot_min_games to be a positive int with "
+                             f"snapshot_win_rate={rate!r}, got None (the score trigger is "
+                             "off with snapshot_win_rate=None)")
+        if self.eviction not in EVICTION_RULES:
+            raise ValueError(f"expected eviction in {EVICTION_RULES}, got {self.eviction!r}")
+        if not (is_number(self.elo_k) and self.elo_k > 0):
+            raise ValueError(f"expected a positive elo_k, got {self.elo_k!r}")
+        if not is_number(self.initial_rating):
+            raise ValueError(f"expected initial_rating to be a number, got "
+                             f"{self.initial_rating!r}")
+        object.__setattr__(self, "elo_k", float(self.elo_k))
+        object.__setattr__(self, "initial_rating", float(self.initial_rating))
+
+
+def check_seed(seed: object) -> None:
+    """Refuse a seed that is not None or a non-negative int (numpy's ints included)."""
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
                              or seed < 0):
         raise ValueError(f"expected seed to be None or a non-negative int, got {seed!r}")
-    for name, given in players.items():
-        if given is not None and not isinstance(given, Mapping):
-            raise ValueError(f"expected {name} to be a dict {{id: act}}, got {given!r}")
+
+
+def check_player_dicts(**given: object) -> None:
+    """Refuse players given other than as None or a dict ``{id: act}`` (by argument name)."""
+    for name, players in given.items():
+        if players is not None and not isinstance(players, Mapping):
+            raise ValueError(f"expected {name} to be a dict {{id: act}}, got {players!r}")
 
 
 def check_player(policy: str, act: object, weight: float, rating: float | None) -> None:

@@ -11,19 +11,19 @@ them again by id, and refuses a state that names one it was not given.
 from __future__ import annotations
 
 import copy
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
+from fastvec.selfplay.opponents import OpponentPool
 from fastvec.selfplay.players import Act
-from fastvec.selfplay.pool import Pool
 from fastvec.selfplay.sampling import sampling_from_state, sampling_state
+from fastvec.selfplay.settings import LeagueSettings
 
 __all__ = ["league_state", "load_league_state"]
 
-SETTINGS = ("shares", "snapshot_every", "snapshot_win_rate", "snapshot_min_games",
-            "max_snapshots", "eviction", "elo_k", "initial_rating", "win_rate_window")
 COUNTERS = ("learner_rating", "learner_steps", "games", "snapshots_taken", "since_snapshot")
 VERSION = 1
 
@@ -34,7 +34,7 @@ def league_state(league: Any) -> dict[str, Any]:
     return {
         "version": VERSION,
         "game_of_row": seats.game_of_row.tolist(), "seat_of_row": seats.seat_of_row.tolist(),
-        "settings": {name: copy.deepcopy(getattr(league, name)) for name in SETTINGS},
+        "settings": dataclasses.asdict(league.settings),
         "sampling": sampling_state(league.sampling),
         "counters": {name: copy.deepcopy(getattr(league, name)) for name in COUNTERS},
         "pool": league.pool.state(),
@@ -64,17 +64,16 @@ def load_league_state(league: Any, state: Mapping[str, Any], players: Mapping[st
     if missing:
         raise ValueError(f"the saved league has fixed opponents or anchors {missing}; pass "
                          "their callables by id: players={...}")
+    settings = LeagueSettings(**copy.deepcopy(state["settings"]))  # checked before any change
     acts = {p: act for p, act in players.items() if p in needed}
-    league.pool = Pool.from_state(state["pool"], acts)
-    for name, value in state["settings"].items():
-        setattr(league, name, copy.deepcopy(value))
+    league.settings = settings
+    league.pool = OpponentPool.from_state(state["pool"], acts)
     league.sampling = sampling_from_state(state["sampling"])
     for name, value in state["counters"].items():
         setattr(league, name, copy.deepcopy(value))
-    seats.code[:] = np.asarray(state["seats"]["code"], dtype=np.int64)
+    seats.assign(np.arange(seats.num_games), np.asarray(state["seats"]["code"], dtype=np.int64))
     seats.returns[:] = np.asarray(state["seats"]["returns"], dtype=np.float64)
     league.learner_seat[:] = np.asarray(state["seats"]["learner_seat"], dtype=np.int64)
-    seats.regroup()
     league.history = copy.deepcopy(list(state["history"]))
     league.evaluations = copy.deepcopy(list(state["evaluations"]))
     league.rng.bit_generator.state = state["rng"]

@@ -108,20 +108,36 @@ def test_self_play_games_are_judged_from_seat_0_and_not_rated() -> None:
     assert league.learner_rating == 1000.0 and league.totals() == {}
 
 
+def test_every_three_seat_game_counts_in_the_record_shared_places_included() -> None:
+    """Learner first alone (1), first shared (0.75), last shared (0.25): a win, a win and
+    a loss, each one game of the record; ratings and the trigger take the scores."""
+    league = League(*layout(3, 3), opponents={"a": first_legal}, shares={"fixed": 1.0},
+                    snapshot_every=None, snapshot_win_rate=0.5, snapshot_min_games=3, seed=0)
+    assert league.learner_seat.tolist() == [0, 1, 2]
+    rewards = {0: 2.0, 1: -1.0, 2: -1.0,  # game 0: the learner (seat 0) alone first
+               3: 1.0, 4: 1.0, 5: -2.0,   # game 1: the learner (seat 1) shares first place
+               6: 1.0, 7: -1.0, 8: -1.0}  # game 2: the learner (seat 2) shares last place
+    outcomes = league.update(*ending(3, 3, [0, 1, 2], rewards))
+    assert [o.result for o in outcomes] == ["win", "win", "loss"]
+    entry = league.entry("a")
+    assert (entry.wins, entry.draws, entry.losses, entry.games) == (2, 0, 1, 3)
+    assert league.since_snapshot["score"] == 2.0 and league.snapshot_due
+
+
 def test_ratings_move_the_right_way_against_a_weaker_player() -> None:
     league = League(*layout(10, 2), opponents={"weak": first_legal, "strong": first_legal},
                     shares={"fixed": 1.0}, elo_k=20.0, seed=0)
     for _ in range(20):
         finish_all(league, {"weak": "win", "strong": "loss"})
     weak, strong = league.entry("weak"), league.entry("strong")
-    assert strong.rating > league.initial_rating > weak.rating
+    assert strong.rating > league.settings.initial_rating > weak.rating
     assert (weak.wins, weak.losses, strong.wins, strong.losses) \
         == (weak.games, 0, 0, strong.games)
     assert weak.games + strong.games == 200
     assert weak.win_rate > 0.9 and strong.win_rate < 0.1
     # Elo is zero-sum: what the learner gained from one it lost to the other
     total = league.learner_rating + weak.rating + strong.rating
-    assert total == pytest.approx(3 * league.initial_rating)
+    assert total == pytest.approx(3 * league.settings.initial_rating)
     table = league.table()
     assert table.index("strong") < table.index("weak")  # best first
 

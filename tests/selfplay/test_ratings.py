@@ -8,8 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from fastvec.selfplay import PFSP, Recency, Uniform, elo_expected, elo_update, fit_elo
-from fastvec.selfplay.pool import Entry
+from fastvec.selfplay.opponents import PoolEntry
 from fastvec.selfplay.sampling import parse_sampling, sampling_from_state, sampling_state
+from fastvec.selfplay.seats import Result
 
 
 @given(st.floats(0, 3000), st.floats(0, 3000), st.sampled_from([0.0, 0.5, 1.0]),
@@ -51,8 +52,8 @@ def test_fit_elo_gives_a_finite_rating_to_a_player_who_never_lost() -> None:
     assert alone.tolist() == [1000.0, 1000.0]  # nobody played: everyone at the value
 
 
-def entries(*win_rates: float, weights: tuple = ()) -> list[Entry]:
-    return [Entry(f"e{k}", k + 1, "snapshot", win_rate=w,
+def entries(*win_rates: float, weights: tuple = ()) -> list[PoolEntry]:
+    return [PoolEntry(f"e{k}", k + 1, "snapshot", win_rate=w,
                   weight=weights[k] if weights else 1.0) for k, w in enumerate(win_rates)]
 
 
@@ -81,13 +82,23 @@ def test_bad_rules_are_refused(make, message: str) -> None:
 
 
 def test_the_running_win_rate_is_a_mean_with_a_prior_then_a_window() -> None:
-    entry = Entry("e", 1, "fixed")
-    entry.record(1.0, window=4)  # (0.5 + 1) / 2
+    entry = PoolEntry("e", 1, "fixed")
+    entry.record(Result(1.0), window=4)  # (0.5 + 1) / 2
     assert entry.win_rate == pytest.approx(0.75)
-    entry.record(0.0, window=4)  # (0.5 + 1 + 0) / 3
+    entry.record(Result(0.0), window=4)  # (0.5 + 1 + 0) / 3
     assert entry.win_rate == pytest.approx(0.5)
-    entry.record(1.0, window=4)  # (0.5 + 1 + 0 + 1) / 4
+    entry.record(Result(1.0), window=4)  # (0.5 + 1 + 0 + 1) / 4
     assert entry.win_rate == pytest.approx(0.625)
-    entry.record(1.0, window=4)  # past the window: an exponential average, weight 1/4
+    entry.record(Result(1.0), window=4)  # past the window: an exponential average, 1/4
     assert entry.win_rate == pytest.approx(0.625 + (1 - 0.625) / 4)
     assert (entry.wins, entry.draws, entry.losses) == (3, 0, 1)
+
+
+def test_a_shared_place_of_three_seats_counts_as_a_win_or_a_loss() -> None:
+    """Scores 0.75 and 0.25 (first or last place shared) are a win and a loss in the
+    record, and each counts as one game of the running win rate."""
+    entry = PoolEntry("e", 1, "fixed")
+    entry.record(Result(0.75), window=10)  # (0.5 + 0.75) / 2
+    entry.record(Result(0.25), window=10)  # (0.5 + 0.75 + 0.25) / 3
+    assert (entry.wins, entry.draws, entry.losses, entry.games) == (1, 0, 1, 2)
+    assert entry.win_rate == pytest.approx(0.5)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from fastvec.selfplay.seats import Seats, batch_rows, judge, score
+from fastvec.selfplay.seats import RESULTS, Result, Seats, batch_rows, judge, score
 from tests.selfplay.helpers import ending, layout, quiet
 
 
@@ -25,8 +25,7 @@ def test_rows_that_are_not_whole_games_are_refused(game_of_row: list, seat_of_ro
 
 def test_groups_by_code_with_where_and_env_ids() -> None:
     seats = Seats(*layout(3, 2))
-    seats.code[:] = [[0, 5], [7, 0], [0, 5]]
-    seats.regroup()
+    seats.assign([0, 1, 2], [[0, 5], [7, 0], [0, 5]])
     assert seats.codes() == (0, 5, 7)
     assert {c: r.tolist() for c, r in seats.groups().items()} == {0: [0, 3, 4], 5: [1, 5],
                                                                   7: [2]}
@@ -76,7 +75,27 @@ def test_an_async_batch_ends_only_its_own_games() -> None:
     ([3.0, 2.0, 1.0], 1, "draw"), ([1.0, 1.0, 1.0], 2, "draw"), ([0.0, 0.0, 1.0], 0, "loss"),
 ])
 def test_judge(returns: list, seat: int, result: str) -> None:
-    assert judge(np.array(returns), seat) == result
+    judged = judge(np.array(returns), seat)
+    assert judged.word == result and RESULTS[judged.index] == result
+    assert judged.score == score(np.array(returns), seat)
+
+
+@pytest.mark.parametrize("value, word", [(1.0, "win"), (0.75, "win"), (0.5, "draw"),
+                                         (0.25, "loss"), (0.0, "loss")])
+def test_a_result_is_its_score_and_the_word_follows(value: float, word: str) -> None:
+    assert Result(value).word == word
+
+
+def test_seats_are_assigned_in_one_place_that_regroups() -> None:
+    """The codes are read only; ``assign`` writes them and the groups follow at once."""
+    seats = Seats(*layout(2, 3))
+    with pytest.raises(ValueError, match="read-only"):
+        seats.code[0, 1] = 4
+    seats.assign([1], [[0, 4, 4]])
+    assert seats.code.tolist() == [[0, 0, 0], [0, 4, 4]]
+    assert {c: r.tolist() for c, r in seats.groups().items()} == {0: [0, 1, 2, 3], 4: [4, 5]}
+    seats.assign(np.array([0, 1]), 0)  # broadcast: every seat back to the learner
+    assert seats.codes() == (0,) and seats.rows(4).tolist() == []
 
 
 @given(st.lists(st.integers(-3, 3), min_size=2, max_size=5), st.data())

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
 from fastvec.selfplay import LEARNER, League
+from fastvec.selfplay.settings import LeagueSettings
 from tests.selfplay.helpers import finish_all, layout
 
 
@@ -24,6 +27,8 @@ def first_legal(observation, action_mask):
     ({"snapshot_win_rate": "high"}, "expected 0 < snapshot_win_rate <= 1, got 'high'"),
     ({"elo_k": "16"}, "expected a positive elo_k, got '16'"),
     ({"initial_rating": float("nan")}, "expected initial_rating to be a number, got nan"),
+    ({"win_rate_window": None}, "expected win_rate_window to be a positive int, got None"),
+    ({"eviction": "newest"}, r"expected eviction in \('oldest', 'weakest'\), got 'newest'"),
     ({"shares": "self_play"}, "expected shares of .* got 'self_play'"),
     ({"shares": {"self_play": "1"}}, "expected shares of .* got {'self_play': '1'}"),
     ({"opponents": [first_legal]}, r"expected opponents to be a dict \{id: act\}, got \["),
@@ -54,7 +59,7 @@ def test_snapshot_min_games_none_is_accepted_while_the_score_trigger_is_off() ->
     assert league.snapshot_due  # the step trigger still fires
     restored = League(*layout(4, 2), opponents={"a": first_legal})
     restored.load_state_dict(league.state_dict(), {"a": first_legal})
-    assert restored.snapshot_min_games is None and restored.snapshot_due
+    assert restored.settings.snapshot_min_games is None and restored.snapshot_due
 
 
 @pytest.mark.parametrize("seed", [None, 0, 7, np.int64(3), 2**40])
@@ -81,3 +86,19 @@ def test_the_table_lists_the_learner_first_then_entries_best_rated_first() -> No
     lines = league.table().splitlines()
     assert lines[1].split()[0] == LEARNER  # ... and its line comes first all the same
     assert [line.split()[0] for line in lines[2:]] == ["strong", "weak"]
+
+
+def test_the_settings_are_one_frozen_record_saved_as_a_dict() -> None:
+    league = League(*layout(2, 2), shares={"self_play": 1.0}, elo_k=8, seed=0)
+    settings = league.settings
+    assert (settings.elo_k, settings.snapshot_every, settings.shares) \
+        == (8.0, 50_000, {"self_play": 1.0, "snapshots": 0.0, "fixed": 0.0})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        settings.elo_k = 4.0  # type: ignore[misc]
+    saved = league.state_dict()["settings"]
+    assert saved == dataclasses.asdict(settings) and LeagueSettings(**saved) == settings
+    assert list(saved) == ["shares", "snapshot_every", "snapshot_win_rate",  # the saved form
+                           "snapshot_min_games", "max_snapshots", "eviction", "elo_k",
+                           "initial_rating", "win_rate_window"]
+    with pytest.raises(ValueError, match="expected a positive elo_k"):
+        LeagueSettings(elo_k=0)

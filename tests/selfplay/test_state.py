@@ -62,3 +62,26 @@ def test_load_asks_for_the_callables_and_the_same_games(tmp_path: Path) -> None:
         League(*layout(4, 2)).load_state_dict(state, {"first": first_legal})
     with pytest.raises(ValueError, match="version"):
         make().load_state_dict({**state, "version": 99}, {"first": first_legal})
+
+
+SAVED = Path(__file__).parent / "data" / "league_saved_v1.json"
+
+
+def test_a_league_saved_in_the_first_format_loads_and_goes_on_as_it_did() -> None:
+    """``data/league_saved_v1.json``: 3 games of 2 seats after 12 scripted steps, state
+    version 1 as written before the settings were one record; loaded, it writes the same
+    state and plays the next 12 steps as the league that saved it did."""
+    league = League.load(SAVED, players={"first": first_legal})
+    assert league.state_dict() == json.loads(SAVED.read_text())
+    for step in range(12, 24):
+        game = step % 3
+        row = int(league.seats.row_of[game, int(league.learner_seat[game])])
+        league.update(*ending(3, 2, [game], {row: 1.0 if step % 3 else -1.0}))
+        if league.snapshot_due:
+            league.add_snapshot()
+        league.policy_rows()
+    assert league.opponents == ("first", "learner", "snapshot-8")
+    assert (league.learner_rating, league.games, league.learner_steps) \
+        == (1041.31040005662, 24, 98)
+    assert league.pool_ids == ("first", "snapshot-9", "snapshot-10")
+    assert league.totals()["first"] == {"win": 4, "draw": 0, "loss": 1}

@@ -1,12 +1,13 @@
-"""The league's pool: frozen snapshots, fixed opponents and anchors, each with its record.
+"""The league's opponent pool: frozen snapshots, fixed opponents and anchors, each with
+its record.
 
-Every entry has an id (a string), a kind and a record of the learner's games
-against it (wins, draws, losses from the learner's point of view, a running win
-rate, an Elo rating).  Snapshots are ids that the trainer maps to weights; fixed
+Every :class:`PoolEntry` has an id (a string), a kind and a record of the learner's
+games against it (wins, draws, losses from the learner's point of view, a running
+win rate, an Elo rating).  Snapshots are ids that the trainer maps to weights; fixed
 opponents and anchors carry a callable ``act(observation, action_mask) ->
-actions``.  An entry taken out of the pool (by :meth:`Pool.remove` or by eviction)
-is drawn for no new game, plays the games it is in to their end, and is then
-*retired*: the trainer may free its weights.
+actions``.  An entry taken out of the pool (by :meth:`OpponentPool.remove` or by
+eviction) is drawn for no new game, plays the games it is in to their end, and is
+then *retired*: the trainer may free its weights.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EVICTION_RULES", "KINDS", "LEARNER", "Entry", "Pool"]
+from fastvec.selfplay.seats import Result
+
+__all__ = ["EVICTION_RULES", "KINDS", "LEARNER", "OpponentPool", "PoolEntry"]
 
 LEARNER = "learner"
 """The policy id of the learner."""
@@ -27,7 +30,7 @@ EVICTION_RULES = ("oldest", "weakest")
 
 
 @dataclass
-class Entry:
+class PoolEntry:
     """One policy of the pool and the learner's record against it."""
 
     id: str
@@ -50,16 +53,18 @@ class Entry:
         """Games the learner finished against it."""
         return self.wins + self.draws + self.losses
 
-    def record(self, score: float, window: int) -> None:
-        """Count one finished game with the learner's ``score`` (1, 0.5 or 0).
+    def record(self, result: Result, window: int) -> None:
+        """Count one finished game with the learner's ``result``: its word as a win, a
+        draw or a loss, its score into the running win rate.
 
         The running win rate is the mean score over the games so far with a prior of
         one drawn game, then an exponential average with weight ``1 / window``.
         """
-        self.wins += score == 1.0
-        self.draws += score == 0.5
-        self.losses += score == 0.0
-        self.win_rate += (score - self.win_rate) / min(self.games + 1, window)
+        word = result.word
+        self.wins += word == "win"
+        self.draws += word == "draw"
+        self.losses += word == "loss"
+        self.win_rate += (result.score - self.win_rate) / min(self.games + 1, window)
 
     def state(self) -> dict[str, Any]:
         """The entry as plain data (its callable left out)."""
@@ -70,12 +75,14 @@ ENTRY_FIELDS = ("id", "code", "kind", "weight", "rating", "created", "train", "i
                 "playing", "wins", "draws", "losses", "win_rate")
 
 
-class Pool:
-    """The entries by id and by code, in the order they joined; removal and retirement."""
+class OpponentPool:
+    """The pool's entries by id and by code, in the order they joined; removal and
+    retirement.
+    """
 
     def __init__(self) -> None:
-        self._by_id: dict[str, Entry] = {}
-        self._by_code: dict[int, Entry] = {}
+        self._by_id: dict[str, PoolEntry] = {}
+        self._by_code: dict[int, PoolEntry] = {}
         self._retired: list[str] = []
         self.next_code = 1
 
@@ -85,7 +92,7 @@ class Pool:
     def __contains__(self, policy: object) -> bool:
         return policy in self._by_id
 
-    def add(self, policy: str, kind: str, **fields: Any) -> Entry:
+    def add(self, policy: str, kind: str, **fields: Any) -> PoolEntry:
         """A new entry; ``policy`` must be a new string id."""
         if not isinstance(policy, str) or not policy:
             raise ValueError(f"expected a policy id that is a non-empty string, got {policy!r}")
@@ -94,13 +101,13 @@ class Pool:
         if policy in self._by_id:
             raise ValueError(f"a policy with id {policy!r} is already in the league "
                              f"(a {self._by_id[policy].kind})")
-        entry = Entry(policy, self.next_code, kind, **fields)
+        entry = PoolEntry(policy, self.next_code, kind, **fields)
         self.next_code += 1
         self._by_id[policy] = entry
         self._by_code[entry.code] = entry
         return entry
 
-    def get(self, policy: str) -> Entry:
+    def get(self, policy: str) -> PoolEntry:
         """The entry of ``policy``; a clear error if the league has none."""
         try:
             return self._by_id[policy]
@@ -109,11 +116,11 @@ class Pool:
             raise ValueError(f"unknown policy id {policy!r}: the league knows {LEARNER!r} and "
                              f"{known}") from None
 
-    def by_code(self, code: int) -> Entry:
+    def by_code(self, code: int) -> PoolEntry:
         """The entry with this code."""
         return self._by_code[code]
 
-    def drawable(self, kinds: Iterable[str]) -> list[Entry]:
+    def drawable(self, kinds: Iterable[str]) -> list[PoolEntry]:
         """Entries that new training games may draw, of these kinds, in joining order."""
         kinds = tuple(kinds)
         return [e for e in self._by_id.values()
@@ -140,7 +147,7 @@ class Pool:
         retired, self._retired = self._retired, []
         return retired
 
-    def _retire_if_idle(self, entry: Entry) -> None:
+    def _retire_if_idle(self, entry: PoolEntry) -> None:
         if not entry.in_pool and entry.playing == 0 and entry.id not in self._retired:
             self._retired.append(entry.id)
             entry.act = None
@@ -178,11 +185,11 @@ class Pool:
         return "\n".join(lines)
 
     @classmethod
-    def from_state(cls, state: dict[str, Any], acts: dict[str, Any]) -> Pool:
+    def from_state(cls, state: dict[str, Any], acts: dict[str, Any]) -> OpponentPool:
         """The pool that :meth:`state` wrote down; ``acts``: callables by id."""
         pool = cls()
         for fields in state["entries"]:
-            entry = Entry(**{name: fields[name] for name in ENTRY_FIELDS})
+            entry = PoolEntry(**{name: fields[name] for name in ENTRY_FIELDS})
             entry.act = acts.get(entry.id)
             pool._by_id[entry.id] = pool._by_code[entry.code] = entry
         pool._retired = list(state["retired"])
