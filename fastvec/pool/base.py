@@ -14,7 +14,7 @@ A member implements posting (:meth:`Pool.post_step`, :meth:`Pool.post_reset`),
 waiting for replies (:meth:`Pool._wait`) and taking one in (:meth:`Pool._receive`),
 control calls, restart and close; :meth:`Pool.collect` is written once here.
 
-Failure policy lives here, once: a block whose env raised or whose worker died
+Failure policy lives here, once: a block whose env raised or whose host died
 is reported (``on_failure="raise"``) or rebuilt and reset (``"restart"``: its
 envs report ``truncations`` on a failed step and ``infos["worker_restarted"]``;
 each restart is logged and counted up to ``max_restarts``, see
@@ -37,6 +37,7 @@ import numpy as np
 from fastvec._kernels.infos import batch_infos
 from fastvec.errors import FastVecError, ObservationError, WorkerError, WorkerTimeout
 from fastvec.pool.about import About
+from fastvec.pool.block_map import BlockMap, Bounds
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
@@ -88,17 +89,14 @@ def split_blocks(num_envs: int, num_blocks: int) -> list[tuple[int, int]]:
 class Pool(ABC):
     """Blocks of envs somewhere: post commands, collect replies, restart, close.
 
-    ``bounds`` count batch rows (one per env, one per seat of a game);
-    ``unit_bounds`` count envs or games, what control calls and errors name.
+    ``block_map`` says which rows and env functions each block holds and how messages
+    name it (:class:`fastvec.pool.block_map.BlockMap`); ``bounds`` count batch rows
+    (one per env, one per seat of a game), ``unit_bounds`` envs or games, what control
+    calls and errors name.
     """
 
-    bounds: list[tuple[int, int]]
-    unit_bounds: list[tuple[int, int]]
-    unit_name = "env"  # "game" for multi-agent games
-    seats = 1  # rows per env function: one, or one per seat of a game
+    block_map: BlockMap
     owner = "vector env"  # how messages name the vector env
-    block_word = "block"  # what messages call a block's host: "worker", "actor"
-    first_remote = 0  # blocks before it step in this process (a process pool's local block)
     about: About  # what the blocks built (env 0's spaces, metadata...)
     observation_spaces: tuple[Any, Any]  # (single, batched or None), see observation_mode
     buffers: Buffers
@@ -107,21 +105,41 @@ class Pool(ABC):
     broken: str | None = None  # why the pool cannot be used any more
     wait_timeout: float | None = None  # one wait's own limit (step_wait(timeout=))
 
+    # Read through the block map, its one source.
+    @property
+    def bounds(self) -> Bounds:
+        return self.block_map.bounds
+
+    @property
+    def unit_bounds(self) -> Bounds:
+        return self.block_map.unit_bounds
+
+    @property
+    def unit_name(self) -> str:
+        return self.block_map.unit_name
+
+    @property
+    def seats(self) -> int:
+        return self.block_map.seats
+
+    @property
+    def first_remote(self) -> int:
+        """Blocks before it step in this process (a process pool's local block)."""
+        return self.block_map.first_remote
+
     @property
     def num_blocks(self) -> int:
-        return len(self.bounds)
+        return self.block_map.num_blocks
 
     @property
     def num_rows(self) -> int:
-        return self.bounds[-1][1]
+        return self.block_map.num_rows
 
     def block_name(self, b: int) -> str:
         """How messages name block ``b``'s host: ``worker 0`` (numbered after the trainer's
         own block, if any), ``actor 2``, or ``the local block``.
         """
-        if b < self.first_remote:
-            return "the local block"
-        return f"{self.block_word} {b - self.first_remote}"
+        return self.block_map.block_name(b)
 
     # -- what a member implements -----------------------------------------------------
 
@@ -145,8 +163,8 @@ class Pool(ABC):
         """Raw replies of ``want`` of ``blocks``, first finished first served.
 
         A reply is whatever :meth:`_receive` takes, or the exception a block's
-        failure stands for.  Anything else that cuts the wait short (a timeout,
-        Ctrl-C) leaves the pool ``broken``.
+        failure stands for.  Anything else it raises cuts the wait short (see
+        :meth:`wait`).
         """
 
     @abstractmethod
@@ -167,9 +185,18 @@ class Pool(ABC):
         seconds first; ``terminate``: stop at once, without closing the envs.
         """
 
-    def rebuild(self, b: int) -> Entries:
-        """Replace block ``b``'s envs with fresh ones, reset; the reset's info entries."""
+    def rebuild(self, b: int) -> Any:
+        """Replace block ``b``'s envs with fresh ones and reset them: the reset's raw reply
+        (as :meth:`_wait` gives it).
+        """
         raise FastVecError(f"{type(self).__name__} cannot restart a block")
+
+    def host_lost(self, exc: BaseException) -> bool:
+        """Whether ``exc`` says a block's host is gone or hung (its worker died, or it ran
+        past the timeout), rather than that an env raised.
+        """
+        return isinstance(exc, WorkerTimeout) or (isinstance(exc, WorkerError)
+                                                  and exc.exitcode is not None)
 
     def batch_infos(self, entries: Entries, num_rows: int,
                     position: dict[int, int] | None = None) -> dict:
@@ -208,7 +235,7 @@ class Pool(ABC):
     def collect_entries(self, blocks: Sequence[int], what: str, want: int | None = None,
                         restart_truncates: bool = True) -> tuple[list[int], Entries]:
         """:meth:`collect` with the infos as they came: ``(row, info)`` entries."""
-        replies = self._wait(list(blocks), what, len(blocks) if want is None else want)
+        replies = self.wait(list(blocks), what, len(blocks) if want is None else want)
         for b, reply in replies.items():
             if not isinstance(reply, BaseException):
                 replies[b] = self._receive(b, reply)
@@ -218,9 +245,31 @@ class Pool(ABC):
         """Wait for ``blocks`` and drop their results, errors included (each reply is
         still taken in, so that what a block teaches the pool is kept).
         """
-        for b, reply in self._wait(list(blocks), what, len(blocks)).items():
+        for b, reply in self.wait(list(blocks), what, len(blocks)).items():
             if not isinstance(reply, BaseException):
                 self._receive(b, reply)
+
+    def wait(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
+        """:meth:`_wait`; anything that cuts it short (a timeout, a host lost and not to
+        be restarted, Ctrl-C) leaves the pool ``broken``, since replies may be left unread.
+        """
+        try:
+            return self._wait(blocks, what, want)
+        except BaseException as exc:
+            if self.broken is None:
+                self.broken = f"{type(exc).__name__} while waiting for {what}: {exc}"
+            raise
+
+    def control_replies(self, blocks: list[int], what: str) -> list:
+        """Wait for a control call on ``blocks``: their replies in order, or the error of
+        the lowest env that failed (whichever finished first).
+        """
+        replies = self.wait(blocks, what, len(blocks))
+        failures = [replies[b] for b in blocks if isinstance(replies[b], BaseException)]
+        if failures:
+            self.note_dead(failures)
+            raise failures[0]
+        return [replies[b] for b in blocks]
 
     def check_usable(self) -> None:
         """Raise if an earlier failure left the pool unusable."""
@@ -233,9 +282,8 @@ class Pool(ABC):
     def count_rows(self, about: About) -> None:
         """The blocks hold what ``about`` describes: from now on ``bounds`` count rows."""
         self.about = about
-        self.seats = len(about.env_spaces[0][2])
-        self.unit_name = "env" if about.agents is None else "game"
-        self.bounds = [(a * self.seats, b * self.seats) for a, b in self.unit_bounds]
+        self.block_map = self.block_map.counting_rows(
+            len(about.env_spaces[0][2]), "env" if about.agents is None else "game")
 
     def settle(self, replies: dict[int, Any], restart_truncates: bool
                ) -> tuple[list[int], Entries]:
@@ -268,16 +316,29 @@ class Pool(ABC):
         return blocks, [entry for b in blocks for entry in replies[b]]
 
     def restart(self, b: int, truncate: bool) -> Entries:
-        """Rebuild block ``b`` and reset its envs; they report reward 0 and ``truncate``."""
-        entries = self.rebuild(b)
+        """Rebuild block ``b`` and reset its envs; they report reward 0 and ``truncate``.
+
+        A block that fails again right away (its rebuild or its reset) leaves the pool
+        ``broken``.
+        """
+        try:
+            reply = self.rebuild(b)
+        except BaseException:
+            self.broken = f"{self.block_name(b)} failed again right after a restart"
+            raise
+        if isinstance(reply, BaseException):
+            self.broken = f"{self.block_name(b)} failed again right after a restart"
+            raise reply
+        entries = self._receive(b, reply)
         start, stop = self.bounds[b]
         self.buffers.clear(slice(start, stop), truncate)
         return entries + [(i, {"worker_restarted": True}) for i in range(start, stop)]
 
     def note_dead(self, failures: Any) -> None:
-        """Mark the pool unusable if any of ``failures`` is a worker that died or hung."""
+        """Mark the pool unusable if any of ``failures`` is a host lost (see
+        :meth:`host_lost`).
+        """
         for exc in failures:
-            if isinstance(exc, WorkerTimeout) or (isinstance(exc, WorkerError)
-                                                  and exc.exitcode is not None):
+            if self.host_lost(exc):
                 self.broken = str(exc)
                 return

@@ -18,6 +18,7 @@ from fastvec._kernels.games import GameStepper
 from fastvec._kernels.infos import batch_infos
 from fastvec._kernels.stepping import EnvStepper
 from fastvec.pool.base import Entries, Pool, block_mask
+from fastvec.pool.block_map import BlockMap
 from fastvec.pool.buffers import ENV_RESULTS, Buffers, rows_of
 from fastvec.pool.games import adapt, is_game, unit_spaces, zero_observation
 from fastvec.spaces.actions import ActionChecker
@@ -57,7 +58,7 @@ class LocalBlock:
         self.envs = envs
         self.start = start
         self.buffers = buffers
-        self.block, self.objects = make_stepper(envs, start, buffers, mode, frame_stack)
+        self.stepper, self.objects = make_stepper(envs, start, buffers, mode, frame_stack)
         self.stop = start + rows_of(envs)
         self.fresh_rows = getattr(buffers.obs, "fresh_rows", False)
         self.pending: tuple | None = None  # (actions, mask) or (seeds, options, mask)
@@ -66,7 +67,7 @@ class LocalBlock:
     @property
     def current(self) -> int:
         """The env (game) of the block that was running, counted from the block's first."""
-        return self.block.current // getattr(self.block, "seats", 1)
+        return self.stepper.current // getattr(self.stepper, "seats", 1)
 
     def post_step(self, actions: list, mask: np.ndarray | None = None) -> None:
         """Step the block's envs (those in ``mask``: one bool per row) with one action
@@ -88,8 +89,8 @@ class LocalBlock:
             assert rows is not None
             if self.start or len(rows) != self.stop:
                 rows = rows[self.start:self.stop]
-            self.block.set_rows(rows)
-        entries = self.block.step(*pending) if stepping else self.block.reset(*pending)
+            self.stepper.set_rows(rows)
+        entries = self.stepper.step(*pending) if stepping else self.stepper.reset(*pending)
         if self.objects is not None:
             self.buffers.obs.receive(self.start, self.objects)
         return entries
@@ -128,8 +129,7 @@ class LocalPool(Pool):
         self.envs = envs
         self.buffers = buffers
         self.block = LocalBlock(envs, 0, buffers, mode, frame_stack)
-        self.bounds = [(0, self.block.stop)]
-        self.unit_bounds = [(0, len(envs))]
+        self.block_map = BlockMap([(0, self.block.stop)], [(0, len(envs))])
 
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
@@ -161,7 +161,7 @@ class LocalPool(Pool):
                 restart_truncates: bool = True, compact: bool = False
                 ) -> tuple[list[int], dict]:
         entries = self.block.run()
-        return [0], batch_infos(entries, self.bounds[0][1]) if entries else {}
+        return [0], batch_infos(entries, self.block.stop) if entries else {}
 
     def _receive(self, b: int, reply: Any) -> Entries:
         return reply

@@ -200,7 +200,8 @@ class AsyncBatches:
                 raise ValueError(f"envs {a}..{b - 1} ({host}) have not been received; "
                                  "send() only to env_ids that recv() returned")
             if np.count_nonzero((ids >= a) & (ids < b)) != b - a:
-                raise ValueError(f"env_ids must name whole {self.pool.block_word} blocks of "
+                word = self.pool.block_map.host_word
+                raise ValueError(f"env_ids must name whole {word} blocks of "
                                  f"{self.block_size} envs: {host} holds envs {a}..{b - 1}, "
                                  f"got {ids.tolist()}")
         return ids.astype(np.int64), blocks

@@ -19,14 +19,24 @@ from typing import Any, Protocol
 import cloudpickle
 import numpy as np
 
+from fastvec._kernels.barrier import Barrier
 from fastvec.pool.about import About
 from fastvec.pool.base import Entries, block_mask
-from fastvec.pool.process.protocol import Command, ControlRequest, ResetRequest, StepActions
+from fastvec.pool.block_map import BlockMap, Bounds
+from fastvec.pool.buffers import Buffers
+from fastvec.pool.process.protocol import (
+    Command,
+    ControlRequest,
+    ResetRequest,
+    StepActions,
+    Stepping,
+)
+from fastvec.pool.process.shared_infos import InfoReader
+from fastvec.pool.process.shm import SegmentPlan
 from fastvec.spaces.actions import ActionChecker
+from fastvec.spaces.layout import Layout
 
 __all__ = ["Batch", "ControlBatch", "Driven", "LaidOut", "ResetBatch", "StepBatch"]
-
-Bounds = list[tuple[int, int]]
 
 
 class StepBatch:
@@ -125,16 +135,20 @@ Batch = StepBatch | ResetBatch | ControlBatch
 
 @dataclass(frozen=True)
 class LaidOut:
-    """The pool's shared segment once laid out, what every block attaches to."""
+    """The pool's shared segment once laid out, and the blocks' map: what every block
+    attaches to (the kinds read it, never the pool).
+    """
 
-    plan: Any  # fastvec.pool.process.shm.SegmentPlan
+    plan: SegmentPlan
     fd: int  # the segment's descriptor, sent to each worker
-    buffers: Any  # fastvec.pool.buffers.Buffers over the segment
-    infos: Any  # fastvec.pool.process.shared_infos.InfoReader
-    stepping: Any  # fastvec.pool.process.protocol.Stepping
-    obs_layout: Any  # fastvec.spaces.layout.Layout of the records, or None (objects)
-    action_layout: Any  # of the action records, or None (actions as messages)
-    step_mask: Any = None  # the rows a STEP_SOME steps: a bool array over every row
+    block_map: BlockMap  # counting rows
+    barrier: Barrier
+    buffers: Buffers  # over the segment
+    infos: InfoReader
+    stepping: Stepping
+    obs_layout: Layout | None  # of the observation records (None: objects)
+    action_layout: Layout | None  # of the action records (None: actions as messages)
+    step_mask: np.ndarray  # the rows a STEP_SOME steps: a bool array over every row
 
 
 class Driven(Protocol):
@@ -145,7 +159,7 @@ class Driven(Protocol):
     """
 
     @property
-    def blocks(self) -> list[int]:
+    def blocks(self) -> Sequence[int]:
         """This kind's blocks, ascending."""
 
     def about(self, b: int, deadline: float) -> About:
@@ -156,6 +170,11 @@ class Driven(Protocol):
 
     def post(self, blocks: Sequence[int], command: Command, batch: Batch) -> None:
         """Start ``command`` on ``blocks`` (some of this kind's)."""
+
+    def done(self, blocks: Sequence[int]) -> list[tuple[int, int]]:
+        """``(ticket, b)`` for each of ``blocks`` done (or ready to run) now: its place in
+        the order of completion, the barrier's tickets (for async batches over kinds).
+        """
 
     def replies(self, blocks: Sequence[int], what: str, want: int) -> dict[int, Any]:
         """``want`` of ``blocks``' raw replies, earliest done first."""

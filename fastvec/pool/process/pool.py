@@ -25,6 +25,7 @@ import numpy as np
 from fastvec._kernels.barrier import Barrier
 from fastvec.pool.about import check_blocks, stacked
 from fastvec.pool.base import STARTUP_SECONDS, Entries, Pool, some_rows
+from fastvec.pool.block_map import BlockMap
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.env_fns import pickle_blocks
 from fastvec.pool.obs_store import make_obs_store
@@ -42,7 +43,7 @@ from fastvec.pool.process.shared_infos import InfoReader
 from fastvec.pool.process.shm import SharedSegment
 from fastvec.pool.process.trainer_block import TrainerBlock
 from fastvec.pool.process.worker_blocks import WorkerBlocks
-from fastvec.pool.process.workers import Workers
+from fastvec.pool.process.workers import Workers, since
 from fastvec.pool.restarts import Restarts
 from fastvec.spaces.actions import ActionChecker
 from fastvec.spaces.layout import batch_views, layout_of
@@ -61,7 +62,7 @@ class ProcessPool(Pool):
     made them from every env's space.
     """
 
-    owner, block_word = "SubprocVecEnv", "worker"
+    owner = "SubprocVecEnv"
     observation_spaces: tuple[Any, Any]
     num_workers: int  # set by fastvec.pool.build
     context: str
@@ -71,23 +72,24 @@ class ProcessPool(Pool):
                  on_failure: str = "raise", observation_mode: ObservationMode = "same",
                  restarts: Restarts | None = None, local: bool = False,
                  daemon: bool = True, frame_stack: Any = None) -> None:
-        self.bounds = self.unit_bounds = bounds
+        # worker k steps block first_remote + k
+        self.block_map = BlockMap(bounds, bounds, host_word="worker",
+                                  first_remote=1 if local else 0)
         self.on_failure = on_failure
         self.restarts = restarts
         self._stepping = Stepping(mode, frame_stack)
         self.workers = Workers(ctx, len(bounds), timeout, on_failure == "restart", daemon)
-        self.first_remote = 1 if local else 0  # worker k steps block first_remote + k
         self.trainer: TrainerBlock | None = None
         self._kinds: list[Driven] = []  # the trainer's block first: it runs while workers step
         self._shared: SharedSegment | None = None
         remote = range(self.first_remote, len(bounds))
-        self.remote = WorkerBlocks(self, self.workers, pickle_blocks(
+        self.remote = WorkerBlocks(self.block_map, self.workers, pickle_blocks(
             env_fns, bounds, remote, "SubprocVecEnv's workers"))
         self._kinds = [self.remote]
         try:
             self.remote.start(remote)
             if local:
-                self.trainer = TrainerBlock(self, env_fns[:bounds[0][1]])
+                self.trainer = TrainerBlock(env_fns[:bounds[0][1]])
                 self._kinds.insert(0, self.trainer)
             self._kind_of: list[Driven] = [self._kinds[0] if b < self.first_remote
                                            else self.remote for b in range(len(bounds))]
@@ -97,7 +99,7 @@ class ProcessPool(Pool):
             raise
         self._block_count = len(bounds)  # num_blocks, without a property on every step
         self._every_block: list[tuple[Driven, Sequence[int]]] = [
-            (kind, kind.blocks) for kind in self._kinds]
+            (kind, list(kind.blocks)) for kind in self._kinds]
 
     @property
     def pids(self) -> list[int | None]:
@@ -150,14 +152,15 @@ class ProcessPool(Pool):
         self.workers.barrier = Barrier(arrays[RegionName.BARRIER], self.num_blocks,
                                        spin_budget_us())
         self.infos = InfoReader(arrays[RegionName.INFOS], arrays[RegionName.INFOS_RAW_ONLY],
-                                self.remote.last_infos)
+                                self._last_infos)
         self.remote.action_views = None if action_layout is None else batch_views(
             action_layout, arrays[RegionName.ACTIONS])
         store = make_obs_store(obs_space, self.num_rows, copy, arrays[RegionName.OBS],
                                layout=obs_layout)
         self.buffers = Buffers.over(store, arrays)
-        shared = LaidOut(plan, self._shared.fd, self.buffers, self.infos, self._stepping,
-                         obs_layout, action_layout, arrays[RegionName.STEP_MASK])
+        shared = LaidOut(plan, self._shared.fd, self.block_map, self.workers.barrier,
+                         self.buffers, self.infos, self._stepping, obs_layout, action_layout,
+                         arrays[RegionName.STEP_MASK])
         for kind in self._kinds:
             for b in kind.blocks:
                 kind.attach(b, shared, deadline)
@@ -184,17 +187,9 @@ class ProcessPool(Pool):
 
     def post_step(self, blocks: Sequence[int], actions: Any, checker: ActionChecker,
                   env_ids: np.ndarray | None = None) -> None:
-        batch = StepBatch(actions, checker, env_ids, self.bounds,
-                          some_rows(env_ids, blocks, self.bounds))
-        # _post written out: the step's path, where each call shows
-        if len(blocks) == self._block_count:
-            involved = self._every_block
-        elif self.trainer is None or blocks[0]:  # the workers' only (_involved's case)
-            involved = [(self.remote, blocks)]
-        else:
-            involved = self._involved(blocks)
-        for kind, mine in reversed(involved):  # the workers first, as in _post
-            kind.post(mine, STEP, batch)
+        bounds = self.block_map.bounds
+        self._post(blocks, STEP, StepBatch(actions, checker, env_ids, bounds,
+                                           some_rows(env_ids, blocks, bounds)))
 
     def post_reset(self, blocks: Sequence[int], seeds: list, options: dict | None,
                    mask: np.ndarray | None) -> None:
@@ -202,39 +197,18 @@ class ProcessPool(Pool):
 
     def control(self, fn: Callable, targets: list[int], args_per_env: list[tuple] | None,
                 what: str) -> list:
-        every = range(self.num_blocks)  # every block runs its part, maybe none
+        every = list(range(self.num_blocks))  # every block runs its part, maybe none
         self._post(every, Command.CONTROL, ControlBatch(fn, targets, args_per_env,
                                                         self.unit_bounds))
-        replies = self._wait(list(every), what, self.num_blocks)
-        failures = [replies[b] for b in every if isinstance(replies[b], BaseException)]
-        if failures:  # the lowest env's first, whichever finished first
-            self.note_dead(failures)
-            raise failures[0]
-        return [value for b in every for value in replies[b].results]
+        return [value for reply in self.control_replies(every, what) for value in reply.results]
 
     # -- collecting ------------------------------------------------------------------
 
     def _wait(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
-        trainer = self.trainer
-        if want == len(blocks):
-            involved = self._every_block if want == self._block_count else \
-                self._involved(blocks)
-        elif trainer is None or blocks[0]:  # an async batch of the workers' blocks
-            if len(blocks) >= want + 2:  # this process would never wait
-                self.workers.let_run(blocks)
-            involved = [(self.remote, blocks)]
-        else:  # the trainer's block is ready whenever this process runs it
-            remote = blocks[1:]
-            self.workers.let_run(remote)
-            if trainer.ticket is None:  # it takes its turn from the first wait after its post
-                trainer.ticket = self.workers.barrier.take_ticket()
-            chosen = self.workers.first_done(remote, trainer.ticket, want)
-            if 0 not in chosen:  # enough workers were done before it
-                return self.remote.replies(chosen, what, want)
-            ready = trainer.replies(blocks[:1], what, 1)
-            if want > 1:
-                ready.update(self.remote.replies(remote, what, want - 1))
-            return ready
+        involved = self._every_block if len(blocks) == self._block_count else \
+            self._involved(blocks)
+        if want < len(blocks) and len(involved) > 1:  # an async batch of both kinds
+            return self._first_done(involved, what, want)
         replies: dict[int, Any] | None = None
         for kind, mine in involved:  # the trainer's first: it runs while the workers step
             if replies is None:
@@ -242,6 +216,26 @@ class ProcessPool(Pool):
             elif want > len(replies):
                 replies.update(kind.replies(mine, what, want - len(replies)))
         assert replies is not None
+        return replies
+
+    def _first_done(self, involved: list[tuple[Driven, Sequence[int]]], what: str, want: int
+                    ) -> dict[int, Any]:
+        """``want`` replies of an async batch over several kinds of block: those done first,
+        in the order each kind says its blocks finished (:meth:`Driven.done`), then the
+        earliest of the rest.
+        """
+        done = [entry for kind, mine in involved for entry in kind.done(mine)]
+        first = done[0][0] if done else 0
+        chosen = {b for _, b in sorted((since(ticket, first), b) for ticket, b in done)[:want]}
+        replies: dict[int, Any] = {}
+        for kind, mine in involved:  # the trainer's first: it runs now
+            picked = [b for b in mine if b in chosen]
+            if picked:
+                replies.update(kind.replies(picked, what, len(picked)))
+        for kind, mine in involved:
+            rest = [b for b in mine if b not in replies]
+            if rest and want > len(replies):
+                replies.update(kind.replies(rest, what, want - len(replies)))
         return replies
 
     def _receive(self, b: int, reply: Any) -> Entries:
@@ -254,12 +248,18 @@ class ProcessPool(Pool):
 
     # -- restart and shutdown --------------------------------------------------------
 
-    def rebuild(self, b: int) -> Entries:
-        reply = self._kind_of[b].rebuild(b)
+    def rebuild(self, b: int) -> Any:
+        return self._kind_of[b].rebuild(b)
+
+    def _last_infos(self, b: int) -> list:
+        """Block ``b``'s raw infos of its last step (it is idle: its reply was read); the
+        info reader asks when blocks' infos do not batch alike.
+        """
+        self.remote.resend_infos(b)
+        reply = self.wait([b], "a resend of infos", 1)[b]
         if isinstance(reply, BaseException):
-            self.broken = f"{self.block_name(b)} failed again right after a restart"
             raise reply
-        return self._receive(b, reply)
+        return reply.results
 
     def close(self, timeout: float | None = None, terminate: bool = False,
               pending: Sequence[int] = ()) -> None:

@@ -14,7 +14,8 @@ from typing import Any
 
 from fastvec.errors import EnvFnError, ObservationError, WorkerError
 from fastvec.pool.about import About, describe
-from fastvec.pool.base import Entries, Pool
+from fastvec.pool.base import Entries
+from fastvec.pool.block_map import BlockMap
 from fastvec.pool.env_fns import checked, close_quietly
 from fastvec.pool.local import LocalBlock
 from fastvec.pool.process.driven import Batch, ControlBatch, LaidOut, ResetBatch, StepBatch
@@ -24,15 +25,18 @@ from fastvec.pool.reports import env_failure
 
 __all__ = ["TrainerBlock", "build_local_envs", "local_error"]
 
+# How messages name the trainer's block before the pool's map is known (building its envs).
+LOCAL_ONLY = BlockMap([(0, 0)], [(0, 0)], first_remote=1)
+
 
 def local_error(exc: Exception, env_index: int | None, what: str,
-                unit: str = "env") -> WorkerError:
+                block_map: BlockMap = LOCAL_ONLY) -> WorkerError:
     """The error a worker would report for ``exc`` in env (game) ``env_index`` of the
-    trainer's own block (``worker_index`` None, the exception itself as ``__cause__``).
+    trainer's own block, block 0 of ``block_map`` (``worker_index`` None, the exception
+    itself as ``__cause__``).
     """
-    where = f"{unit} {env_index} (local block)" if env_index is not None else "the local block"
-    return env_failure(where, type(exc).__name__, str(exc), what, env_index=env_index,
-                       worker_index=None, cause=exc)
+    return env_failure(block_map.where(0, env_index), type(exc).__name__, str(exc), what,
+                       env_index=env_index, worker_index=None, cause=exc)
 
 
 def build_local_envs(env_fns: Sequence[Callable[[], Any]]) -> list:
@@ -53,19 +57,17 @@ def build_local_envs(env_fns: Sequence[Callable[[], Any]]) -> list:
 
 
 class TrainerBlock:
-    """Block 0 of ``pool``, its envs built from ``env_fns`` now."""
+    """Block 0 of a process pool, its envs built from ``env_fns`` now."""
 
-    blocks = [0]
-
-    def __init__(self, pool: Pool, env_fns: Sequence[Callable]) -> None:
-        self.pool = pool
+    def __init__(self, env_fns: Sequence[Callable]) -> None:
+        self.blocks = (0,)
         self.env_fns = list(env_fns)
         self.envs = build_local_envs(self.env_fns)
         self.block: LocalBlock | None = None
         self.shared: LaidOut | None = None
         self.control_call: ControlBatch | None = None  # posted, run when waited for
         # Its place in the order of completion: the barrier's ticket taken at the first
-        # wait after its post (see Workers.first_done).
+        # wait after its post (see done).
         self.ticket: int | None = None
 
     def about(self, b: int, deadline: float) -> About:
@@ -78,6 +80,16 @@ class TrainerBlock:
                                 shared.stepping.frame_stack)
 
     # -- commands ------------------------------------------------------------------------
+
+    def done(self, blocks: Sequence[int]) -> list[tuple[int, int]]:
+        """Block 0 is ready whenever this process runs it: from the first wait after its
+        post it takes its turn in the order of completion (the barrier's next ticket), after
+        the workers done before, so it neither always comes first nor last.
+        """
+        assert self.shared is not None
+        if self.ticket is None:
+            self.ticket = self.shared.barrier.take_ticket()
+        return [(self.ticket, 0)]
 
     def post(self, blocks: Sequence[int], command: Command, batch: Batch) -> None:
         assert self.block is not None
@@ -95,19 +107,19 @@ class TrainerBlock:
         (while the workers still step, rather than after them).
         """
         block = self.block
-        assert block is not None
+        assert block is not None and self.shared is not None
         if self.control_call is not None:
             call, self.control_call = self.control_call, None
             try:
                 return {0: ControlReply(block.control(call.fn, *call.select(0)))}
             except Exception as exc:
-                return {0: local_error(exc, block.control_index, what, self.pool.unit_name)}
+                return {0: local_error(exc, block.control_index, what, self.shared.block_map)}
         try:
             entries = block.run()
         except ObservationError as exc:
             return {0: exc}
         except Exception as exc:
-            return {0: local_error(exc, block.current, what, self.pool.unit_name)}
+            return {0: local_error(exc, block.current, what, self.shared.block_map)}
         if entries and not self.raw_only[0]:
             infos = BlockInfos.local(entries, block.stop)
             if infos is not None:

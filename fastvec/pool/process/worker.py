@@ -82,13 +82,13 @@ def run(worker_index: int, first: int, env_fns_bytes: bytes, conn: Any,
         if not isinstance(setup, Attach):  # start-up failed elsewhere: told to stop
             close_quietly(envs)
             return
-        block = SharedSegment(setup.plan, recv_handle(conn))
+        segment = SharedSegment(setup.plan, recv_handle(conn))
     except (EOFError, OSError, KeyboardInterrupt):
         return
     except BaseException as exc:  # noqa: B036 - reported to the parent
         _send_error(conn, exc, None)
         return
-    server = _Server(envs, block, conn, setup)
+    server = _Server(envs, segment, conn, setup)
     conn.send(Ready())
     server.serve(parent)
 
@@ -122,13 +122,13 @@ def _build_envs(env_fns_bytes: bytes, first: int, conn: Any) -> list | None:
 class _Server:
     """The worker's state after attaching: its envs, block views and barrier."""
 
-    def __init__(self, envs: list, block: SharedSegment, conn: Any, setup: Attach) -> None:
-        self.envs, self.block, self.conn = envs, block, conn
+    def __init__(self, envs: list, segment: SharedSegment, conn: Any, setup: Attach) -> None:
+        self.envs, self.segment, self.conn = envs, segment, conn
         self.notes = NoteCollector().install()  # the user's notes go to the trainer
         self.index = setup.block  # this worker's line in the barrier and info area
         self.first, self.count = setup.first_row, rows_of(envs)
         self.seats = self.count // len(envs)
-        arrays = block.arrays
+        arrays = segment.arrays
         end = self.first + self.count
         # Buffers over the whole shared batch; this worker's EnvStepper writes its rows.
         space, action_space, _ = unit_spaces(envs[0])
@@ -140,7 +140,7 @@ class _Server:
             store = ObjectStore(space, end, copy=False)
         buffers = Buffers.over(store, arrays)
         # obs_objects: the block's observations on the object path, sent in each reply
-        self.env_block, self.obs_objects = make_stepper(envs, self.first, buffers,
+        self.stepper, self.obs_objects = make_stepper(envs, self.first, buffers,
                                                         setup.mode_code, setup.frame_stack)
         self.action_layout = setup.action_layout
         self.action_views = None if self.action_layout is None else batch_views(
@@ -202,7 +202,7 @@ class _Server:
         """The env (index in this block) that was running when ``command`` failed."""
         if command == Command.CONTROL:
             return self.control_index
-        return self.env_block.current // self.seats
+        return self.stepper.current // self.seats
 
     def _actions(self) -> tuple[list, np.ndarray | None]:
         """One action per row, and the rows to step when a message says (None: all)."""
@@ -220,7 +220,7 @@ class _Server:
 
     def step(self, mask: np.ndarray | None = None) -> BlockReply | Status | None:
         actions, sent_mask = self._actions()
-        entries = self.env_block.step(actions, sent_mask if mask is None else mask)
+        entries = self.stepper.step(actions, sent_mask if mask is None else mask)
         if self.notes.notes:  # rare: a note for the user (a cast), sent with the infos
             return BlockReply(entries, self.obs_objects, notes=self.notes.take())
         if self.obs_objects is not None:
@@ -231,7 +231,7 @@ class _Server:
 
     def reset(self) -> BlockReply | None:
         request: ResetRequest = self.conn.recv()
-        entries = self.env_block.reset(request.seeds, request.options, request.mask)
+        entries = self.stepper.reset(request.seeds, request.options, request.mask)
         if entries or self.obs_objects is not None or self.notes.notes:
             return BlockReply(entries, self.obs_objects, notes=self.notes.take() or None)
         return None
@@ -256,7 +256,7 @@ class _Server:
                 env.close()
         finally:
             self.barrier.finish(self.index, Status.OK)
-            self.block.close()
+            self.segment.close()
 
 
 def _orphaned(parent_pid: int) -> bool:

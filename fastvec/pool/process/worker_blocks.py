@@ -16,7 +16,8 @@ from typing import Any
 import numpy as np
 
 from fastvec.pool.about import About
-from fastvec.pool.base import STARTUP_SECONDS, Entries, Pool
+from fastvec.pool.base import STARTUP_SECONDS, Entries
+from fastvec.pool.block_map import BlockMap
 from fastvec.pool.notes import relay
 from fastvec.pool.process.driven import Batch, LaidOut, StepBatch
 from fastvec.pool.process.protocol import (
@@ -39,13 +40,14 @@ INFOS = Status.INFOS  # looked up once, not on every step
 class WorkerBlocks:
     """The blocks of ``workers`` (block ``b``'s env functions pickled in ``payloads[b]``).
 
-    ``pool`` names things in messages (its ``unit_name``, ``unit_bounds``) and is
-    marked ``broken`` when a wait is cut short; ``action_views`` (the shared action
-    records, or None for spaces without a record layout) are set by the pool.
+    ``block_map``: the pool's blocks, until the shared segment brings the one that
+    counts rows; ``action_views`` (the shared action records, or None for spaces
+    without a record layout) are set by the pool.
     """
 
-    def __init__(self, pool: Pool, workers: Workers, payloads: dict[int, bytes]) -> None:
-        self.pool = pool
+    def __init__(self, block_map: BlockMap, workers: Workers, payloads: dict[int, bytes]
+                 ) -> None:
+        self.block_map = block_map
         self.workers = workers
         self.payloads = payloads
         self.action_views: Any = None
@@ -58,7 +60,7 @@ class WorkerBlocks:
     def start(self, blocks: range) -> None:
         """Start a worker for each of ``blocks`` (worker k for the k-th)."""
         for k, b in enumerate(blocks):
-            self.workers.start(b, k, self.pool.unit_bounds[b][0], self.payloads[b])
+            self.workers.start(b, k, self.block_map.unit_bounds[b][0], self.payloads[b])
 
     # -- start-up ------------------------------------------------------------------------
 
@@ -70,8 +72,9 @@ class WorkerBlocks:
 
     def attach(self, b: int, shared: LaidOut, deadline: float) -> None:
         self.shared = shared
+        self.block_map = shared.block_map
         worker = self.workers[b]
-        worker.send(Attach(shared.plan, self.pool.bounds[b][0], b, self.pool.num_blocks,
+        worker.send(Attach(shared.plan, self.block_map.bounds[b][0], b, self.block_map.num_blocks,
                            shared.stepping.mode, shared.obs_layout, shared.action_layout,
                            shared.stepping.frame_stack))
         worker.send_fd(shared.fd)
@@ -108,30 +111,30 @@ class WorkerBlocks:
             if mask is None:
                 whole.append(b)
             else:
-                a, z = self.pool.bounds[b]
+                a, z = self.block_map.bounds[b]
                 step_mask[a:z] = mask
                 some.append(b)
         if whole:
             self.workers.post(whole, Command.STEP)
         self.workers.post(some, Command.STEP_SOME)
 
+    def done(self, blocks: Sequence[int]) -> list[tuple[int, int]]:
+        """``(ticket, b)`` of the ``blocks`` done, after letting the busy ones run."""
+        self.workers.let_run(blocks)
+        barrier = self.workers.barrier
+        return [(barrier.ticket(b), b) for b in barrier.done_in_order(blocks)]
+
     def replies(self, blocks: Sequence[int], what: str, want: int) -> dict[int, Any]:
-        """``Workers.wait``: anything that interrupts it (a timeout, a worker that died
-        and is not to be restarted, Ctrl-C) leaves the pool unusable, since replies may
-        be left unread.
-        """
-        try:
-            return self.workers.wait(list(blocks), what, want, self.error)  # it takes from it
-        except BaseException as exc:
-            if self.pool.broken is None:
-                self.pool.broken = f"{type(exc).__name__} while waiting for {what}: {exc}"
-            raise
+        """``Workers.wait``; for a few of many, the busy workers are let run first."""
+        if len(blocks) >= want + 2:  # this process would never wait
+            self.workers.let_run(blocks)
+        return self.workers.wait(list(blocks), what, want, self.error)  # it takes from it
 
     def receive(self, b: int, reply: Any) -> Entries:
         if reply is None:
             return []
         assert self.shared is not None
-        a, z = self.pool.bounds[b]
+        a, z = self.block_map.bounds[b]
         if reply is INFOS:  # the common reply of a step with infos: first, and short
             return [self.shared.infos.read(b, a, z - a)]
         assert isinstance(reply, BlockReply)
@@ -142,14 +145,10 @@ class WorkerBlocks:
             self.shared.infos.learn(b, reply.info_schema)
         return list(reply.entries)
 
-    def last_infos(self, b: int) -> list:
-        """Block ``b``'s raw infos of its last step (it is idle: its reply was read)."""
+    def resend_infos(self, b: int) -> None:
+        """Ask block ``b`` (idle: its reply was read) for the raw infos of its last step."""
         self.workers[b].send(ResendInfos())
         self.workers.post([b], Command.CONTROL)
-        reply = self.replies([b], "a resend of infos", 1)[b]
-        if isinstance(reply, BaseException):
-            raise reply
-        return reply.results
 
     def error(self, b: int, report: ErrorReport, what: str) -> BaseException:
         """The error worker ``b``'s ``report`` stands for (the user's mistake as it was)."""
@@ -158,12 +157,11 @@ class WorkerBlocks:
             return mistake
         env_index = report.env_index
         if env_index is not None:  # the worker counts the envs (games) of its block from 0
-            env_index += self.pool.unit_bounds[b][0]
-        worker = self.workers[b].index
-        where = f"{self.pool.unit_name} {env_index} (worker {worker})" \
-            if env_index is not None else f"worker {worker}"
-        return env_failure(where, report.type_name, report.message, what, env_index=env_index,
-                           worker_index=worker, cause=RemoteTraceback(report.traceback))
+            env_index += self.block_map.unit_bounds[b][0]
+        return env_failure(self.block_map.where(b, env_index), report.type_name,
+                           report.message, what, env_index=env_index,
+                           worker_index=self.workers[b].index,
+                           cause=RemoteTraceback(report.traceback))
 
     # -- restart and shutdown ------------------------------------------------------------
 
@@ -171,11 +169,11 @@ class WorkerBlocks:
         assert self.shared is not None
         self.shared.infos.forget(b)
         old = self.workers.kill(b)
-        self.workers.start(b, old.index, self.pool.unit_bounds[b][0], self.payloads[b])
+        self.workers.start(b, old.index, self.block_map.unit_bounds[b][0], self.payloads[b])
         deadline = time.monotonic() + STARTUP_SECONDS
         self.about(b, deadline)
         self.attach(b, self.shared, deadline)
-        a, z = self.pool.bounds[b]
+        a, z = self.block_map.bounds[b]
         self.workers[b].send(ResetRequest([None] * (z - a), None, None))
         self.workers.post([b], Command.RESET)
         return self.replies([b], "a reset after restart", 1)[b]

@@ -22,7 +22,7 @@ from fastvec.pool.process.procs import WorkerProcess, send_all
 from fastvec.pool.process.protocol import Command, Status
 from fastvec.pool.reports import ErrorReport
 
-__all__ = ["Workers", "usable_cpus"]
+__all__ = ["Workers", "since", "usable_cpus"]
 
 ErrorOf = Callable[[int, ErrorReport, str], BaseException]  # (block, report, what) -> error
 
@@ -35,7 +35,7 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _since(ticket: int, base: int) -> int:
+def since(ticket: int, base: int) -> int:
     """How many completions after ``base`` ``ticket`` came (negative: before); tickets wrap."""
     return (ticket - base + 2**31) % 2**32 - 2**31
 
@@ -112,19 +112,6 @@ class Workers:
         if len(self.blocks) + 1 > self.cpus:
             for _ in range(len(blocks) - len(self.barrier.done_in_order(blocks))):
                 os.sched_yield()
-
-    def first_done(self, blocks: Sequence[int], local_ticket: int, want: int) -> list[int]:
-        """The ``want`` blocks done first among ``blocks`` and block 0, the trainer's own.
-
-        Block 0 is ready whenever this process can run it: from the first wait after
-        it was posted (``local_ticket``, taken then), it takes its turn in the order of
-        completion, after the workers done before, so it neither always comes first
-        nor last.
-        """
-        barrier = self.barrier
-        order = sorted([(0, 0)] + [(_since(barrier.ticket(b), local_ticket), b)
-                                   for b in barrier.done_in_order(blocks)])
-        return [b for _, b in order[:want]]
 
     # -- waiting ---------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ from fastvec.pool.base import (
     block_mask,
     some_rows,
 )
+from fastvec.pool.block_map import BlockMap
 from fastvec.pool.buffers import Buffers
 from fastvec.pool.env_fns import pickle_blocks
 from fastvec.pool.obs_store import make_obs_store
@@ -64,7 +65,7 @@ class RayPool(Pool):
     autoreset code.
     """
 
-    owner, block_word = "RayVecEnv", "actor"
+    owner = "RayVecEnv"
 
     def __init__(self, env_fns: Sequence[Callable], bounds: list[tuple[int, int]], *,
                  inner: str, mode: int, copy: bool, actor_options: dict | None,
@@ -74,7 +75,7 @@ class RayPool(Pool):
         import ray
 
         self._ray = ray
-        self.bounds = self.unit_bounds = bounds
+        self.block_map = BlockMap(bounds, bounds, host_word="actor")
         self.timeout = timeout
         self.on_failure = on_failure
         self.restarts = restarts
@@ -145,7 +146,7 @@ class RayPool(Pool):
                 self._actors[b] = self._start_actor(b, deadline)
                 self._refs[b] = self._actors[b].about.remote()
                 self._posted_at[b] = time.monotonic()
-            replies = self._wait(todo, what, len(todo), STARTUP_SECONDS)
+            replies = self._ray_wait(todo, what, len(todo), STARTUP_SECONDS)
             for b in todo:  # its process id, while it is known to be up
                 if not isinstance(replies[b], BaseException):
                     replies[b] = self._pid(b, what) or replies[b]
@@ -218,12 +219,7 @@ class RayPool(Pool):
                 fn_bytes, [targets[k] - start for k in local], args)
             self._posted_at[b] = now
             blocks.append(b)
-        replies = self._wait(blocks, what, len(blocks))
-        failures = [replies[b] for b in blocks if isinstance(replies[b], BaseException)]
-        if failures:  # the lowest env's first, whichever finished first
-            self.note_dead(failures)
-            raise failures[0]
-        return [value for b in blocks for value in replies[b]]
+        return [value for reply in self.control_replies(blocks, what) for value in reply]
 
     def _receive(self, b: int, reply: Any) -> Entries:
         """Copy a step or reset reply into the buffers; its info entries."""
@@ -243,23 +239,17 @@ class RayPool(Pool):
 
     # -- waiting ---------------------------------------------------------------------
 
-    def _wait(self, blocks: list[int], what: str, want: int,
-              limit: float | None = None) -> dict[int, Any]:
-        """Replies of ``want`` of ``blocks``: among the actors done, the one posted first
-        comes first.  ``limit``: seconds a call may take (default: the timeout).
-
-        A reply is the actor's return value, or an exception (its env raised, or
-        the actor died).  A timeout or an interrupt leaves the pool unusable.
-        """
-        try:
-            return self._ray_wait(blocks, what, want, limit or self.timeout)
-        except BaseException as exc:
-            if self.broken is None:
-                self.broken = f"{type(exc).__name__} while waiting for {what}: {exc}"
-            raise
+    def _wait(self, blocks: list[int], what: str, want: int) -> dict[int, Any]:
+        return self._ray_wait(blocks, what, want, self.timeout)
 
     def _ray_wait(self, blocks: list[int], what: str, want: int, limit: float | None
                   ) -> dict[int, Any]:
+        """Replies of ``want`` of ``blocks``: among the actors done, the one posted first
+        comes first.  ``limit``: seconds a call may take.
+
+        A reply is the actor's return value, or an exception (its env raised, or
+        the actor died).
+        """
         ray = self._ray
         by_ref = {self._refs[b]: b for b in sorted(blocks, key=self._posted_at.__getitem__)}
         wait_deadline = float("inf") if self.wait_timeout is None else \
@@ -330,44 +320,34 @@ class RayPool(Pool):
         self._dead.add(b)
         self.placement.distrust(self._placed[b])
         first_line = str(exc).splitlines()[0] if str(exc) else ""
-        error = WorkerError(f"actor {b} ({self.unit_name}s {start}..{stop - 1}) died during "
-                            f"{what}: {type(exc).__name__}: {first_line}", worker_index=b)
+        error = WorkerError(f"{self.block_name(b)} ({self.unit_name}s {start}..{stop - 1}) died "
+                            f"during {what}: {type(exc).__name__}: {first_line}", worker_index=b)
         error.__cause__ = exc
         return error
 
     def _error(self, b: int, report: ErrorReport, what: str) -> BaseException:
-        index = report.env_index
-        where = f"{self.unit_name} {index} (actor {b})" if index is not None else f"actor {b}"
         mistake = rebuild_mistake(report)
         if mistake is not None:
             return mistake
-        return env_failure(where, report.type_name, report.message, what, env_index=index,
-                           worker_index=b, cause=RemoteTraceback(report.traceback))
+        index = report.env_index
+        return env_failure(self.block_map.where(b, index), report.type_name, report.message,
+                           what, env_index=index, worker_index=b,
+                           cause=RemoteTraceback(report.traceback))
 
-    def note_dead(self, failures: Any) -> None:
-        for exc in failures:
-            if isinstance(exc, WorkerError) and exc.worker_index in self._dead:
-                self.broken = str(exc)
-                return
+    def host_lost(self, exc: BaseException) -> bool:
+        """A timeout, or an error of an actor that died (its exit code is not known)."""
+        return isinstance(exc, WorkerTimeout) or (isinstance(exc, WorkerError)
+                                                  and exc.worker_index in self._dead)
 
     # -- restart and shutdown --------------------------------------------------------
 
-    def rebuild(self, b: int) -> Entries:
+    def rebuild(self, b: int) -> Any:
         """A new actor for block ``b`` on a trusted node (see :meth:`_launch`), its envs reset."""
-        try:
-            self._launch([b], time.monotonic() + STARTUP_SECONDS,
-                         "building its envs after a restart")
-            start, stop = self.bounds[b]
-            self._refs[b] = self._actors[b].reset.remote([None] * (stop - start), None, None)
-            self._posted_at[b] = time.monotonic()
-            reply = self._wait([b], "a reset after restart", 1)[b]
-        except BaseException:
-            self.broken = f"actor {b} failed again right after a restart"
-            raise
-        if isinstance(reply, BaseException):
-            self.broken = f"actor {b} failed again right after a restart"
-            raise reply
-        return self._receive(b, reply)
+        self._launch([b], time.monotonic() + STARTUP_SECONDS, "building its envs after a restart")
+        start, stop = self.bounds[b]
+        self._refs[b] = self._actors[b].reset.remote([None] * (stop - start), None, None)
+        self._posted_at[b] = time.monotonic()
+        return self._wait([b], "a reset after restart", 1)[b]
 
     def _kill(self, b: int) -> None:
         actor, self._actors[b] = self._actors[b], None
