@@ -1,18 +1,14 @@
-"""What the two self-play trainers share: PPO over a league's rows, and the vector envs.
+"""What the self-play trainers share: the training loop, their settings, the vector envs.
 
-``selfplay_tictactoe.py`` and ``selfplay_connect_four.py`` differ in their
-networks, their evaluation and their defaults; the loop that fills a rollout
-from a vector env of turn-based games driven by a :class:`fastvec.selfplay.League`,
-the advantages per row and the PPO update are the same, and live here.
-
-Samples and advantages.  One ``step`` plays one move per game, so a row's agent
-acts every other step.  Only the learner's rows that are to move make samples
-(both rows of a self-play game, one row of a game against an opponent).  A row's
-reward is what its agent got since it last moved, paid when it is to move again
-or when its game ends, so a sample's reward is the sum of its row's rewards until
-the row's next sample or the end of its game.  GAE runs per row over the row's
-own samples; a row's last sample of a rollout whose game goes on has no reward
-yet: it is left out of the loss and its value bootstraps the samples before it.
+One loop trains every trainer: :func:`run` collects a rollout from a vector env of
+turn-based games driven by a :class:`fastvec.selfplay.League`, updates, takes
+snapshots, drops the retired ones and checks the learner every so often.
+:func:`train` wraps it for the board games (``selfplay_tictactoe.py``,
+``selfplay_connect_four.py``): the league, the PPO update, the final games, the
+report and the outputs.  A board game trainer keeps only its network, its
+:class:`Checks` and its defaults (its ``Args``, a :class:`BoardSettings`);
+``selfplay_poker.py`` runs :func:`run` with an update of its own.  The rollout, the
+advantages per row and the PPO update are in ``selfplay_ppo.py``.
 """
 
 from __future__ import annotations
@@ -20,17 +16,20 @@ from __future__ import annotations
 import argparse
 import copy
 import dataclasses
+import functools
 import importlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
+from selfplay_ppo import PPO, Openings, Rollout, collect, train_ppo  # beside this file
 from torch import nn
 
 from fastvec.multiagent import make_multiagent
-from fastvec.selfplay import LEARNER, PFSP, League, RandomPlayer, plot_history
+from fastvec.selfplay import PFSP, League, RandomPlayer, plot_history
 
 BACKENDS = ("local", "subproc", "sync", "plain")
 """``local``: the trainer steps half the games and one worker process the other half;
@@ -38,26 +37,25 @@ BACKENDS = ("local", "subproc", "sync", "plain")
 games stepped one by one in a Python loop, without fastvec (for comparison)."""
 
 
-@dataclass
-class PPO:
-    """PPO's hyperparameters (CleanRL's names); trainers extend it with their own."""
+@dataclass(kw_only=True)
+class Settings(PPO):
+    """What :func:`run` reads; each trainer's ``Args`` extends it and gives every default."""
 
-    learning_rate: float = 3e-3
-    anneal_lr: bool = True  # decay the learning rate linearly to 0
-    gamma: float = 0.99
-    gae_lambda: float = 0.95
-    num_minibatches: int = 4
-    update_epochs: int = 4
-    clip_coef: float = 0.2
-    ent_coef: float = 0.01
-    anneal_ent: bool = True  # decay the entropy bonus linearly to 0
-    vf_coef: float = 0.5
-    max_grad_norm: float = 0.5
+    num_games: int
+    total_steps: int  # agent-steps: moves of every player in every game
+    backend: str  # see BACKENDS
+    seed: int
+    num_steps: int  # env steps per rollout
+    explore: float  # the learner's move is uniformly random with this probability
+    snapshot_every: int  # learner steps between snapshots
+    max_snapshots: int
+    eval_every: int  # agent-steps between checks
 
-    @staticmethod
-    def parse(cls: type, argv: list[str] | None, doc: str | None) -> Any:
-        """A flag for every field of the dataclass ``cls``; parse the command line."""
-        parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    @classmethod
+    def parse(cls, argv: list[str] | None, doc: str | None = None) -> Any:
+        """A flag for every field; the settings the command line gives (``argv``, or
+        ``sys.argv``), built once here; ``doc``'s first line describes the command."""
+        parser = argparse.ArgumentParser(description=doc.splitlines()[0] if doc else None)
         for arg in dataclasses.fields(cls):
             flag = "--" + arg.name.replace("_", "-")
             if arg.type == "bool":
@@ -71,6 +69,21 @@ class PPO:
         return cls(**vars(parser.parse_args(argv)))
 
 
+@dataclass(kw_only=True)
+class BoardSettings(Settings):
+    """What :func:`train` reads besides: the league's shares, the openings, the outputs."""
+
+    self_play_share: float  # games with the learner in both seats
+    snapshot_share: float  # games against a snapshot (PFSP)
+    random_share: float  # games against the random player
+    opening_plies: int  # each game opens with 0..opening_plies random moves (no samples)
+    random_moves: float  # later moves are random with this probability (no samples)
+    update_threads: int  # torch threads in the PPO update (the envs are idle then)
+    export: str  # write the greedy policy as TorchScript here
+    plot: str  # write the ratings and evaluation curves here (PNG)
+    save_league: str  # write the league's state here (JSON)
+
+
 # -- the vector envs -----------------------------------------------------------------
 
 def game_fn(name: str) -> Any:
@@ -80,12 +93,17 @@ def game_fn(name: str) -> Any:
 
 def make_games(name: str, num_games: int, backend: str) -> Any:
     """``num_games`` games of ``name`` as one vector env of rows (or a plain loop)."""
+    return make_rows(game_fn(name), num_games, backend)
+
+
+def make_rows(fn: Callable[..., Any], num_games: int, backend: str, **kwargs: Any) -> Any:
+    """``num_games`` games ``fn(**kwargs)`` as one vector env of rows on ``backend``."""
     if backend == "plain":
-        return PlainGames(game_fn(name), num_games)
-    kwargs = {"local": {"num_workers": 1, "local_block": True},
+        return PlainGames(functools.partial(fn, **kwargs), num_games)
+    vector = {"local": {"num_workers": 1, "local_block": True},
               "subproc": {"num_workers": 2}, "sync": {}}[backend]
-    return make_multiagent(game_fn(name), num_games, backend="sync" if backend == "sync"
-                           else "subproc", vector_kwargs=kwargs)
+    return make_multiagent(fn, num_games, backend="sync" if backend == "sync" else "subproc",
+                           vector_kwargs=vector, **kwargs)
 
 
 class PlainGames:
@@ -141,15 +159,16 @@ class PlainGames:
             game.close()
 
 
-def make_league(envs: Any, args: Any) -> League:
-    """The trainers' league: self-play, snapshots drawn by PFSP and a random player, in
-    the shares ``args`` gives, a snapshot every ``args.snapshot_every`` learner steps."""
+def make_league(envs: Any, settings: BoardSettings, fixed_share: float | None = None) -> League:
+    """The board games' league: self-play, snapshots drawn by PFSP and a random player, in
+    the shares ``settings`` gives (the fixed opponents': ``fixed_share`` if given), a
+    snapshot every ``settings.snapshot_every`` learner steps."""
     return League.from_env(
-        envs, opponents={"random": RandomPlayer(seed=args.seed)},
-        shares={"self_play": args.self_play_share, "snapshots": args.snapshot_share,
-                "fixed": args.random_share},
-        sampling=PFSP("hard", power=2.0, floor=0.05), snapshot_every=args.snapshot_every,
-        max_snapshots=args.max_snapshots, seed=args.seed)
+        envs, opponents={"random": RandomPlayer(seed=settings.seed)},
+        shares={"self_play": settings.self_play_share, "snapshots": settings.snapshot_share,
+                "fixed": settings.random_share if fixed_share is None else fixed_share},
+        sampling=PFSP("hard", power=2.0, floor=0.05), snapshot_every=settings.snapshot_every,
+        max_snapshots=settings.max_snapshots, seed=settings.seed)
 
 
 class Greedy(nn.Module):
@@ -174,212 +193,17 @@ def greedy_player(agent: nn.Module) -> Any:
     return act
 
 
-def write_outputs(args: Any, agent: nn.Module, league: League, title: str) -> None:
+def write_outputs(settings: BoardSettings, agent: nn.Module, league: League,
+                  title: str) -> None:
     """``--export`` (TorchScript), ``--plot`` (``plot_history``), ``--save-league``."""
-    if args.export:
-        torch.jit.save(torch.jit.script(Greedy(agent)), args.export)
-        print(f"greedy policy written to {args.export} (TorchScript)")
-    if args.plot:
-        plot_history(league, args.plot, title)
-        print(f"ratings and evaluations plotted to {args.plot}")
-    if args.save_league:
-        league.save(args.save_league)
-
-
-# -- rollouts --------------------------------------------------------------------------
-
-@dataclass
-class Rollout:
-    """``(num_steps, num_rows)`` tensors; ``sample[t, r]``: row r was the learner's, to move."""
-
-    obs: torch.Tensor  # int8 boards (or the observations' own dtype)
-    masks: torch.Tensor
-    actions: torch.Tensor
-    logprobs: torch.Tensor
-    values: torch.Tensor
-    rewards: torch.Tensor  # the row's rewards from sample t to its next sample or game end
-    done: torch.Tensor  # the game (for this row) ended before the row's next sample
-    sample: torch.Tensor
-
-    @classmethod
-    def zeros(cls, num_steps: int, num_rows: int, board: tuple[int, ...],
-              num_actions: int, dtype: torch.dtype = torch.int8) -> Rollout:
-        shape = (num_steps, num_rows)
-        return cls(torch.zeros(shape + board, dtype=dtype),
-                   torch.zeros(shape + (num_actions,), dtype=torch.bool),
-                   torch.zeros(shape, dtype=torch.long), torch.zeros(shape), torch.zeros(shape),
-                   torch.zeros(shape), torch.zeros(shape), torch.zeros(shape, dtype=torch.bool))
-
-
-def sample_moves(logits: torch.Tensor, generator: torch.Generator,
-                 explore: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
-    """A move per row from masked logits and its log-probability.
-
-    With ``explore`` > 0 the move comes from the mixture ``(1 - explore) * policy +
-    explore * uniform over legal moves``, and the log-probability is the mixture's: PPO's
-    ratio then weighs it as an off-policy sample (an exploratory move that turns out
-    well is reinforced; one that turns out badly is clipped away).
-    """
-    probs = torch.softmax(logits, 1)
-    if explore > 0:
-        legal = (logits > -1e8).float()
-        probs = (1 - explore) * probs + explore * legal / legal.sum(1, keepdim=True)
-    actions = torch.multinomial(probs, 1, generator=generator).squeeze(1)
-    logprobs = probs.gather(1, actions.unsqueeze(1)).squeeze(1).clamp_min(1e-30).log()
-    return actions, logprobs
-
-
-class Openings:
-    """Random openings: each game starts with ``k`` uniformly random moves (no samples),
-    ``k`` drawn from 0..``max_plies`` when the game starts, so that the learner meets
-    (and learns to punish) positions its own play would not reach.
-    """
-
-    def __init__(self, max_plies: int, num_games: int, seed: int,
-                 random_moves: float = 0.0) -> None:
-        self.max_plies, self.random_moves = max_plies, random_moves
-        self.rng = np.random.default_rng(seed)
-        self.plies = self.rng.integers(0, max_plies + 1, size=num_games)
-
-    def rows(self, obs: dict, active: np.ndarray, game_of_row: np.ndarray) -> np.ndarray:
-        """A bool per row: active and still in its game's random opening."""
-        rows = np.flatnonzero(active)
-        ply = obs["observation"][rows].reshape(len(rows), -1).sum(1)
-        games = game_of_row[rows]
-        fresh = games[ply == 0]
-        self.plies[fresh] = self.rng.integers(0, self.max_plies + 1, size=fresh.size)
-        opening = np.zeros(len(active), dtype=bool)
-        opening[rows[ply < self.plies[games]]] = True
-        if self.random_moves:
-            opening[rows[self.rng.random(rows.size) < self.random_moves]] = True
-        return opening
-
-
-def collect(envs: Any, league: League, agent: nn.Module, snapshots: dict[str, nn.Module],
-            roll: Rollout, obs: dict, infos: dict, generator: torch.Generator,
-            clock: dict[str, float], openings: Openings | None = None,
-            explore: float = 0.0) -> tuple[dict, dict, int]:
-    """Fill ``roll`` with ``num_steps`` steps of every game; the last obs and infos and the
-    number of moves played (agent-steps).  ``clock["env"]`` adds the time in ``step``.
-
-    ``pending[r]`` is the step of row ``r``'s last sample while it still collects
-    rewards: until the row's next sample or the end of its game.
-    """
-    roll.sample[:] = False
-    roll.rewards[:] = 0.0
-    roll.done[:] = 0.0
-    pending = torch.full((envs.num_envs,), -1, dtype=torch.long)
-    actions = np.zeros(envs.num_envs, dtype=np.int64)
-    moves = 0
-    for t in range(roll.sample.shape[0]):
-        active = infos["active"]
-        moves += int(active.sum())
-        board = torch.from_numpy(obs["observation"])
-        mask = torch.from_numpy(obs["action_mask"]).bool()
-        if openings is not None:
-            opening = openings.rows(obs, active, envs.game_of_row)
-            active = active & ~opening
-            rows = torch.from_numpy(np.flatnonzero(opening))
-            actions[rows.numpy()] = torch.multinomial(mask[rows].float(), 1,
-                                                      generator=generator).squeeze(1).numpy()
-        rest = league.act_fixed(obs, league.policy_rows(active), actions)
-        with torch.no_grad():
-            for policy, rows in rest.items():
-                index = torch.from_numpy(rows)
-                net = agent if policy == LEARNER else snapshots[policy]
-                logits, values = net(board[index].float(), mask[index])
-                moved, logprobs = sample_moves(logits, generator,
-                                               explore if policy == LEARNER else 0.0)
-                actions[rows] = moved.numpy()
-                if policy == LEARNER:
-                    roll.obs[t, index], roll.masks[t, index] = board[index], mask[index]
-                    roll.actions[t, index], roll.logprobs[t, index] = moved, logprobs
-                    roll.values[t, index], roll.sample[t, index] = values, True
-                    pending[index] = t
-        began = time.perf_counter()
-        obs, rewards, terminations, truncations, infos = envs.step(actions)
-        clock["env"] += time.perf_counter() - began
-        league.update(rewards, terminations, truncations, infos)
-        waiting = torch.nonzero(pending >= 0).squeeze(1)
-        steps = pending[waiting]
-        roll.rewards[steps, waiting] += torch.as_tensor(rewards, dtype=torch.float32)[waiting]
-        ended = torch.from_numpy(terminations | truncations)[waiting]
-        roll.done[steps[ended], waiting[ended]] = 1.0
-        pending[waiting[ended]] = -1
-    return obs, infos, moves
-
-
-def row_advantages(roll: Rollout, gamma: float, lam: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """GAE per row over that row's samples; returns (advantages, trainable).
-
-    Going back in time, each row carries the value and advantage of its next
-    sample.  A sample whose game ended (``done``) bootstraps from nothing; one with
-    no next sample in this rollout and no end is not trainable (its reward is not
-    in yet) and its value bootstraps the samples before it.
-    """
-    num_steps, num_rows = roll.sample.shape
-    advantages = torch.zeros(num_steps, num_rows)
-    trainable = torch.zeros(num_steps, num_rows, dtype=torch.bool)
-    next_value, next_advantage = torch.zeros(num_rows), torch.zeros(num_rows)
-    has_next = torch.zeros(num_rows, dtype=torch.bool)
-    for t in reversed(range(num_steps)):
-        here, goes_on = roll.sample[t], 1.0 - roll.done[t]
-        delta = roll.rewards[t] + gamma * next_value * goes_on - roll.values[t]
-        known = roll.done[t].bool() | has_next
-        advantage = torch.where(known, delta + gamma * lam * goes_on * next_advantage, 0.0)
-        advantages[t] = torch.where(here, advantage, 0.0)
-        trainable[t] = here & known
-        next_value = torch.where(here, roll.values[t], next_value)
-        next_advantage = torch.where(here, advantage, next_advantage)
-        has_next |= here
-    return advantages, trainable
-
-
-def train_ppo(agent: nn.Module, optimizer: torch.optim.Optimizer, roll: Rollout, args: Any,
-              progress: float, threads: int = 1) -> int:
-    """PPO's clipped update over the rollout's trainable samples; returns their number.
-    ``progress`` (0 to 1) decays the learning rate and the entropy bonus if asked;
-    torch uses ``threads`` threads meanwhile (the envs' workers are idle), one after.
-    """
-    torch.set_num_threads(threads)
-    try:
-        return _train_ppo(agent, optimizer, roll, args, progress)
-    finally:
-        torch.set_num_threads(1)
-
-
-def _train_ppo(agent: nn.Module, optimizer: torch.optim.Optimizer, roll: Rollout, args: Any,
-               progress: float) -> int:
-    if args.anneal_lr:
-        optimizer.param_groups[0]["lr"] = args.learning_rate * max(0.0, 1.0 - progress)
-    ent_coef = args.ent_coef * (max(0.0, 1.0 - progress) if args.anneal_ent else 1.0)
-    advantages, trainable = row_advantages(roll, args.gamma, args.gae_lambda)
-    returns = advantages + roll.values
-    b_obs, b_masks = roll.obs[trainable].float(), roll.masks[trainable]
-    b_actions, b_logprobs = roll.actions[trainable], roll.logprobs[trainable]
-    b_advantages, b_returns = advantages[trainable], returns[trainable]
-    num_samples = len(b_obs)
-    minibatch = max(1, num_samples // args.num_minibatches)
-    for _ in range(args.update_epochs):
-        order = torch.randperm(num_samples)
-        for begin in range(0, num_samples, minibatch):
-            mb = order[begin:begin + minibatch]
-            logits, value = agent(b_obs[mb], b_masks[mb])
-            logp_all = torch.log_softmax(logits, 1)
-            logprob = logp_all.gather(1, b_actions[mb].unsqueeze(1)).squeeze(1)
-            entropy = -(logp_all.exp() * logp_all).sum(1)
-            ratio = (logprob - b_logprobs[mb]).exp()
-            adv = b_advantages[mb]
-            adv = (adv - adv.mean()) / (adv.std(unbiased=False) + 1e-8)
-            policy_loss = torch.max(
-                -adv * ratio, -adv * ratio.clamp(1 - args.clip_coef, 1 + args.clip_coef)).mean()
-            value_loss = 0.5 * (value - b_returns[mb]).pow(2).mean()
-            loss = policy_loss - ent_coef * entropy.mean() + args.vf_coef * value_loss
-            optimizer.zero_grad()
-            loss.backward()
-            nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
-            optimizer.step()
-    return num_samples
+    if settings.export:
+        torch.jit.save(torch.jit.script(Greedy(agent)), settings.export)
+        print(f"greedy policy written to {settings.export} (TorchScript)")
+    if settings.plot:
+        plot_history(league, settings.plot, title)
+        print(f"ratings and evaluations plotted to {settings.plot}")
+    if settings.save_league:
+        league.save(settings.save_league)
 
 
 def report_throughput(agent_steps: int, seconds: float, clock: dict[str, float],
@@ -389,3 +213,124 @@ def report_throughput(agent_steps: int, seconds: float, clock: dict[str, float],
           f"(backend {backend}); vector env {clock['env']:.1f} s "
           f"({clock['env'] / seconds:.0%}), evaluation {clock['eval']:.1f} s "
           f"({clock['eval'] / seconds:.0%})")
+
+
+# -- the training loop -----------------------------------------------------------------
+
+def run(envs: Any, league: League, agent: nn.Module, settings: Settings,
+        update: Callable[[Rollout, float], Any], check: Callable[[int, float], Any], *,
+        openings: Openings | None = None,
+        last_check: bool = False) -> tuple[int, float, dict[str, float]]:
+    """Every trainer's loop, until ``settings.total_steps`` agent-steps: a check every
+    ``settings.eval_every`` agent-steps (the first at 0), then a rollout, ``update(roll,
+    progress)``, a snapshot when one is due, the retired ones dropped.  With
+    ``last_check`` the final agent is checked too if the last check came before the end.
+
+    ``check(agent_steps, seconds)`` gets the agent-steps and the seconds since the loop
+    began.  Returns the agent-steps, the loop's seconds (without a last check) and the
+    clock: seconds in the envs' ``step`` (``env``) and in the checks (``eval``).
+    """
+    generator = torch.Generator().manual_seed(settings.seed)
+    clock = {"env": 0.0, "eval": 0.0}
+    snapshots: dict[str, nn.Module] = {}
+    obs, infos = envs.reset(seed=settings.seed)
+    roll = Rollout.zeros(settings.num_steps, envs.num_envs, obs["observation"].shape[1:],
+                         obs["action_mask"].shape[1],
+                         torch.from_numpy(obs["observation"]).dtype)
+    agent_steps, next_eval, checked = 0, 0, -1
+    start = time.perf_counter()
+
+    def timed_check() -> None:
+        nonlocal checked
+        began = time.perf_counter()
+        check(agent_steps, began - start)
+        clock["eval"] += time.perf_counter() - began
+        checked = agent_steps
+
+    while True:
+        if agent_steps >= next_eval:
+            timed_check()
+            next_eval += settings.eval_every
+        if agent_steps >= settings.total_steps:
+            break
+        progress = agent_steps / settings.total_steps
+        obs, infos, moves = collect(envs, league, agent, snapshots, roll, obs, infos,
+                                    generator, clock, openings, settings.explore)
+        agent_steps += moves
+        update(roll, progress)
+        if league.snapshot_due:
+            snapshots[league.add_snapshot()] = copy.deepcopy(agent).requires_grad_(False)
+        for policy in league.pop_retired():
+            del snapshots[policy]
+    elapsed = time.perf_counter() - start
+    if last_check and checked != agent_steps:
+        timed_check()
+    return agent_steps, elapsed, clock
+
+
+class Checks:
+    """A board game trainer's own part of :func:`train`: its league's opponents and
+    anchors, its checks along the way and its final games, on envs of its own."""
+
+    legend = ""  # printed before the first check and before the final results
+    final_games = "the final games"  # what the final games were, for the report
+    envs: Any = None  # the envs the checks play on, opened by setup
+
+    def setup(self, envs: Any) -> League:
+        """The league over the training ``envs``, with the trainer's opponents and anchors."""
+        raise NotImplementedError
+
+    def check(self, agent: nn.Module, agent_steps: int, seconds: float) -> None:
+        """Check the learner along the way and print a line."""
+        raise NotImplementedError
+
+    def final(self, agent: nn.Module) -> dict[str, Any]:
+        """Play the final games; their results by opponent."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Close the envs the checks play on."""
+        if self.envs is not None:
+            self.envs.close()
+
+
+def train(settings: BoardSettings, game: str, make_agent: Callable[[], nn.Module],
+          checks: Checks, title: str) -> dict[str, Any]:
+    """Train on ``settings.num_games`` games of ``game`` (PettingZoo classic) with PPO,
+    check along the way, play the final games, report, write the outputs; the figures."""
+    torch.manual_seed(settings.seed)
+    torch.set_num_threads(1)
+    envs = make_games(game, settings.num_games, settings.backend)
+    try:
+        league = checks.setup(envs)
+        agent = make_agent()
+        optimizer = torch.optim.Adam(agent.parameters(), lr=settings.learning_rate, eps=1e-5)
+        openings = Openings(settings.opening_plies, settings.num_games, settings.seed,
+                            settings.random_moves) \
+            if settings.opening_plies or settings.random_moves else None
+
+        def update(roll: Rollout, progress: float) -> None:
+            train_ppo(agent, optimizer, roll, settings, progress, settings.update_threads)
+
+        if checks.legend:
+            print(checks.legend, flush=True)
+        agent_steps, elapsed, clock = run(
+            envs, league, agent, settings, update,
+            lambda steps, seconds: checks.check(agent, steps, seconds), openings=openings)
+        began = time.perf_counter()
+        results = checks.final(agent)
+        final_seconds = time.perf_counter() - began
+    finally:
+        envs.close()
+        checks.close()
+    print(f"\n{agent_steps:,} agent-steps in {elapsed:.1f} s of training "
+          f"(+{final_seconds:.1f} s for {checks.final_games})")
+    report_throughput(agent_steps, elapsed, clock, settings.backend)
+    if checks.legend:
+        print(checks.legend)
+    for result in results.values():
+        print(result.summary())
+    print(league.table())
+    write_outputs(settings, agent, league, title)
+    return {"agent_steps": agent_steps, "seconds": elapsed, "results": results,
+            "clock": clock, "agent": agent, "league": league}

@@ -35,35 +35,17 @@ at -1e9).
 
 from __future__ import annotations
 
-import copy
-import dataclasses
-import sys
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from connect_four_search import HeuristicConnectFour  # beside this file
+from search_players import NegamaxConnectFour
+from selfplay_common import BoardSettings, Checks, greedy_player, make_games, make_league, train
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from connect_four_search import HeuristicConnectFour  # noqa: E402
-from search_players import NegamaxConnectFour  # noqa: E402
-from selfplay_common import (  # noqa: E402  (the examples' own helpers, beside this file)
-    PPO,
-    Openings,
-    Rollout,
-    collect,
-    greedy_player,
-    make_games,
-    make_league,
-    report_throughput,
-    train_ppo,
-    write_outputs,
-)
-
-from fastvec.selfplay import evaluate  # noqa: E402
+from fastvec.selfplay import League, evaluate
 
 KINDS = ("negamax-d: tactics-only search, negamax to d plies that scores wins and losses and "
          "every other leaf 0 (search_players.py);\nheuristic-d: the same search scoring those "
@@ -72,7 +54,7 @@ KINDS = ("negamax-d: tactics-only search, negamax to d plies that scores wins an
 
 
 @dataclass
-class Args(PPO):
+class Args(BoardSettings):
     """Hyperparameters; each is also a command-line flag (``num_games`` is ``--num-games``)."""
 
     num_games: int = 256
@@ -92,6 +74,7 @@ class Args(PPO):
     snapshot_every: int = 200_000  # learner steps between snapshots
     max_snapshots: int = 20
     opening_plies: int = 4  # each game opens with 0..4 random moves (no samples)
+    random_moves: float = 0.0  # later moves are random with this probability (no samples)
     explore: float = 0.03  # the learner's move is uniformly random with this probability
     update_threads: int = 2  # torch threads in the PPO update (the envs are idle then)
     eval_every: int = 1_000_000  # agent-steps between evaluations against depth 3
@@ -177,86 +160,57 @@ class Agent(nn.Module):
         return logits.masked_fill(~action_mask, -1e9), self.critic(features).squeeze(1)
 
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """Train, evaluate along the way and at the end, export; returns the final figures."""
-    args = PPO.parse(Args, argv, __doc__)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(1)
-    generator = torch.Generator().manual_seed(args.seed)
-    envs = make_games("connect_four_v3", args.num_games, args.backend)
-    eval_envs = make_games("connect_four_v3", min(args.eval_games, 200), "sync")
-    # The fixed opponents (the random player and shallow heuristic search) share the
-    # league's "fixed" games, drawn by PFSP as the snapshots are.
-    depths = [int(d) for d in args.search_depths.split(",") if d.strip()]
-    if {3, 5} & set(depths):
-        raise ValueError("heuristic search of depth 3 and 5 judges the learner: not an opponent")
-    league = make_league(envs, dataclasses.replace(
-        args, random_share=args.random_share + args.search_share))
-    for d in depths:
-        league.add_opponent(f"heuristic-{d}", HeuristicConnectFour(d, seed=args.seed + 20 + d))
-    league.add_anchor("negamax-3", NegamaxConnectFour(3, seed=args.seed + 1))
-    league.add_anchor("heuristic-3", HeuristicConnectFour(3, seed=args.seed + 2))
-    agent = Agent(args.net, args.channels, args.hidden, args.threats)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-    snapshots: dict[str, Agent] = {}
-    openings = Openings(args.opening_plies, args.num_games, args.seed, 0.0) \
-        if args.opening_plies else None
-    roll = Rollout.zeros(args.num_steps, envs.num_envs, (6, 7, 2), 7)
-    clock = {"env": 0.0, "eval": 0.0}
-    agent_steps, next_eval = 0, 0
-    obs, infos = envs.reset(seed=args.seed)
-    start = time.perf_counter()
+class SearchChecks(Checks):
+    """Games against search of depth 3 along the way; of depth 3 and 5 at the end."""
 
-    def check() -> None:
-        began = time.perf_counter()
-        results = league.evaluate(eval_envs, greedy_player(agent), args.eval_games,
-                                  anchors=["negamax-3", "heuristic-3"], seed=args.seed + 2)
-        clock["eval"] += time.perf_counter() - began
+    legend = KINDS
+
+    def __init__(self, args: Args) -> None:
+        self.args = args
+        self.depths = [int(d) for d in args.search_depths.split(",") if d.strip()]
+        if {3, 5} & set(self.depths):
+            raise ValueError("heuristic search of depth 3 and 5 judges the learner: "
+                             "not an opponent")
+
+    def setup(self, envs: Any) -> League:
+        # The fixed opponents (the random player and shallow heuristic search) share the
+        # league's "fixed" games, drawn by PFSP as the snapshots are.
+        args = self.args
+        self.envs = make_games("connect_four_v3", min(args.eval_games, 200), "sync")
+        self.league = make_league(envs, args, args.random_share + args.search_share)
+        for d in self.depths:
+            self.league.add_opponent(f"heuristic-{d}",
+                                     HeuristicConnectFour(d, seed=args.seed + 20 + d))
+        self.league.add_anchor("negamax-3", NegamaxConnectFour(3, seed=args.seed + 1))
+        self.league.add_anchor("heuristic-3", HeuristicConnectFour(3, seed=args.seed + 2))
+        return self.league
+
+    def check(self, agent: nn.Module, agent_steps: int, seconds: float) -> None:
+        results = self.league.evaluate(self.envs, greedy_player(agent), self.args.eval_games,
+                                       anchors=["negamax-3", "heuristic-3"],
+                                       seed=self.args.seed + 2)
         rates = "  ".join(
             f"vs {name}: win {r.rate('win', 0):6.1%} / {r.rate('win', 1):6.1%}  loss "
             f"{r.rate('loss', 0):6.1%} / {r.rate('loss', 1):6.1%}" for name, r in results.items())
-        print(f"step {agent_steps:>10,}  {began - start:7.1f} s  {rates} (first/second)"
-              f"  rating {league.learner_rating:6.0f}  pool {len(league.pool_ids)}",
+        print(f"step {agent_steps:>10,}  {seconds:7.1f} s  {rates} (first/second)"
+              f"  rating {self.league.learner_rating:6.0f}  pool {len(self.league.pool_ids)}",
               flush=True)
 
-    print(KINDS, flush=True)
-    try:
-        while True:
-            if agent_steps >= next_eval:
-                check()
-                next_eval += args.eval_every
-            if agent_steps >= args.total_steps:
-                break
-            progress = agent_steps / args.total_steps
-            obs, infos, moves = collect(envs, league, agent, snapshots, roll, obs, infos,
-                                        generator, clock, openings, args.explore)
-            agent_steps += moves
-            train_ppo(agent, optimizer, roll, args, progress, threads=args.update_threads)
-            if league.snapshot_due:
-                snapshots[league.add_snapshot()] = copy.deepcopy(agent).requires_grad_(False)
-            for policy in league.pop_retired():
-                del snapshots[policy]
-        elapsed = time.perf_counter() - start
-        began = time.perf_counter()
-        anchors = {**{f"negamax-{d}": NegamaxConnectFour(d, seed=args.seed + d) for d in (3, 5)},
-                   **{f"heuristic-{d}": HeuristicConnectFour(d, seed=args.seed + 10 + d)
+    def final(self, agent: nn.Module) -> dict[str, Any]:
+        seed = self.args.seed
+        anchors = {**{f"negamax-{d}": NegamaxConnectFour(d, seed=seed + d) for d in (3, 5)},
+                   **{f"heuristic-{d}": HeuristicConnectFour(d, seed=seed + 10 + d)
                       for d in (3, 5)}}
-        final = evaluate(eval_envs, greedy_player(agent), anchors, 2 * args.final_games,
-                         seed=args.seed + 10)
-        final_seconds = time.perf_counter() - began
-    finally:
-        envs.close()
-        eval_envs.close()
-    print(f"\n{agent_steps:,} agent-steps in {elapsed:.1f} s of training "
-          f"(+{final_seconds:.1f} s for the final games)")
-    report_throughput(agent_steps, elapsed, clock, args.backend)
-    print(KINDS)
-    for result in final.values():
-        print(result.summary())
-    print(league.table())
-    write_outputs(args, agent, league, f"PPO self-play on connect four ({args.num_games} games)")
-    return {"agent_steps": agent_steps, "seconds": elapsed, "results": final,
-            "clock": clock, "agent": agent, "league": league}
+        return evaluate(self.envs, greedy_player(agent), anchors, 2 * self.args.final_games,
+                        seed=seed + 10)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Train, evaluate along the way and at the end, export; returns the final figures."""
+    args = Args.parse(argv, __doc__)
+    return train(args, "connect_four_v3",
+                 lambda: Agent(args.net, args.channels, args.hidden, args.threats),
+                 SearchChecks(args), f"PPO self-play on connect four ({args.num_games} games)")
 
 
 if __name__ == "__main__":

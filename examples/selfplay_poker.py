@@ -34,35 +34,22 @@ PATH`` draws NashConv over agent-steps; ``--history PATH`` writes the curve as J
 from __future__ import annotations
 
 import copy
-import functools
 import json
-import sys
-import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from selfplay_common import Settings, make_rows, report_throughput, run  # beside this file
+from selfplay_ppo import Rollout, row_advantages
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from selfplay_common import (  # noqa: E402  (the examples' own helpers, beside this file)
-    PPO,
-    PlainGames,
-    Rollout,
-    collect,
-    report_throughput,
-    row_advantages,
-)
-
-from fastvec.multiagent import make_multiagent  # noqa: E402
-from fastvec.openspiel import OpenSpielGame, load_game, nash_conv, softmax_policy  # noqa: E402
-from fastvec.selfplay import PFSP, League  # noqa: E402
+from fastvec.openspiel import OpenSpielGame, load_game, nash_conv, softmax_policy
+from fastvec.selfplay import PFSP, League
 
 
 @dataclass
-class Args(PPO):
+class Args(Settings):
     """Hyperparameters; each is also a command-line flag (``num_games`` is ``--num-games``)."""
 
     game: str = "kuhn_poker"  # an OpenSpiel game with information-state tensors
@@ -146,18 +133,6 @@ def average(judged: Agent, agent: Agent, decay: float) -> None:
     with torch.no_grad():
         for mean, now in zip(judged.parameters(), agent.parameters(), strict=True):
             mean.mul_(decay).add_(now, alpha=1.0 - decay)
-
-
-def make_rows(args: Args) -> Any:
-    """The vector env of ``args.num_games`` games on ``args.backend`` (``plain``: the
-    games stepped one by one in a Python loop, without fastvec, for comparison)."""
-    if args.backend == "plain":
-        return PlainGames(functools.partial(OpenSpielGame, game=args.game), args.num_games)
-    kwargs = {"local": {"num_workers": 1, "local_block": True},
-              "subproc": {"num_workers": 2}, "sync": {}}[args.backend]
-    return make_multiagent(OpenSpielGame, args.num_games,
-                           backend="sync" if args.backend == "sync" else "subproc",
-                           vector_kwargs=kwargs, game=args.game)
 
 
 def update(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, roll: Rollout,
@@ -275,13 +250,12 @@ def plot(curves: dict[str, list[tuple[int, float]]], path: str, title: str) -> N
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Train, measure NashConv along the way and at the end, export; the final figures."""
-    args = PPO.parse(Args, argv, __doc__)
+    args = Args.parse(argv, __doc__)
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
-    generator = torch.Generator().manual_seed(args.seed)
     game = load_game(args.game)
     size, num_actions = game.information_state_tensor_size(), game.num_distinct_actions()
-    envs = make_rows(args)
+    envs = make_rows(OpenSpielGame, args.num_games, args.backend, game=args.game)
     league = League.from_env(
         envs, shares={"self_play": 1.0 - args.snapshot_share, "snapshots": args.snapshot_share}
         if args.league else {"self_play": 1.0},
@@ -292,48 +266,29 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     magnet = copy.deepcopy(agent).requires_grad_(False)
     judged = copy.deepcopy(agent).requires_grad_(False)  # the average (or the learner)
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-    snapshots: dict[str, Agent] = {}
-    roll = Rollout.zeros(args.num_steps, envs.num_envs, (size,), num_actions, torch.float32)
-    clock = {"env": 0.0, "eval": 0.0}
     curve: list[tuple[int, float]] = []
-    agent_steps, next_eval, updates = 0, 0, 0
-    obs, infos = envs.reset(seed=args.seed)
-    start = time.perf_counter()
+    updates = 0
 
-    def check() -> None:
-        began = time.perf_counter()
+    def check(agent_steps: int, seconds: float) -> None:
         value = nash_conv(game, softmax_policy(logits_of(judged)))
-        clock["eval"] += time.perf_counter() - began
         curve.append((agent_steps, value))
-        print(f"step {agent_steps:>10,}  {began - start:7.1f} s  NashConv {value:.4f}  "
+        print(f"step {agent_steps:>10,}  {seconds:7.1f} s  NashConv {value:.4f}  "
               f"pool {len(league.pool_ids)}", flush=True)
 
-    try:
-        while True:
-            if agent_steps >= next_eval:
-                check()
-                next_eval += args.eval_every
-            if agent_steps >= args.total_steps:
-                break
-            progress = agent_steps / args.total_steps
-            obs, infos, moves = collect(envs, league, agent, snapshots, roll, obs, infos,
-                                        generator, clock, explore=args.explore)
-            agent_steps += moves
-            (update_mmd if args.method == "mmd" else update)(agent, magnet, optimizer, roll,
-                                                              args, progress)
-            updates += 1
-            average(judged, agent, args.ema_decay)
-            if args.magnet == "ema":
-                magnet.load_state_dict(judged.state_dict())
-            elif args.magnet == "copy" and updates % args.magnet_every == 0:
-                magnet.load_state_dict(agent.state_dict())
-            if league.snapshot_due:
-                snapshots[league.add_snapshot()] = copy.deepcopy(agent).requires_grad_(False)
-            for policy in league.pop_retired():
-                del snapshots[policy]
-        elapsed = time.perf_counter() - start
-        if curve[-1][0] != agent_steps:
-            check()  # the final strategy is always judged
+    def learn(roll: Rollout, progress: float) -> None:
+        nonlocal updates
+        (update_mmd if args.method == "mmd" else update)(agent, magnet, optimizer, roll,
+                                                          args, progress)
+        updates += 1
+        average(judged, agent, args.ema_decay)
+        if args.magnet == "ema":
+            magnet.load_state_dict(judged.state_dict())
+        elif args.magnet == "copy" and updates % args.magnet_every == 0:
+            magnet.load_state_dict(agent.state_dict())
+
+    try:  # the final strategy is always judged (last_check)
+        agent_steps, elapsed, clock = run(envs, league, agent, args, learn, check,
+                                          last_check=True)
     finally:
         envs.close()
     final = curve[-1][1]

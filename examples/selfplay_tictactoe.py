@@ -31,37 +31,20 @@ seat, and ``--export PATH`` writes its greedy policy as TorchScript:
 
 from __future__ import annotations
 
-import copy
-import sys
-import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from search_players import PerfectTicTacToe, tictactoe_values  # beside this file
+from selfplay_common import BoardSettings, Checks, greedy_player, make_games, make_league, train
 from torch import nn
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from search_players import PerfectTicTacToe, tictactoe_values  # noqa: E402
-from selfplay_common import (  # noqa: E402  (the examples' own helpers, beside this file)
-    PPO,
-    Openings,
-    Rollout,
-    collect,
-    greedy_player,
-    make_games,
-    make_league,
-    report_throughput,
-    train_ppo,
-    write_outputs,
-)
-
-from fastvec.selfplay import RandomPlayer  # noqa: E402
+from fastvec.selfplay import League, RandomPlayer
 
 
 @dataclass
-class Args(PPO):
+class Args(BoardSettings):
     """Hyperparameters; each is also a command-line flag (``num_games`` is ``--num-games``)."""
 
     num_games: int = 256
@@ -180,79 +163,49 @@ def exact_check(act: Any, seat: int, replies: str) -> dict[str, int]:
 
 # -- training ------------------------------------------------------------------------
 
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """Train, check, evaluate, export; returns the final figures."""
-    args = PPO.parse(Args, argv, __doc__)
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(1)
-    generator = torch.Generator().manual_seed(args.seed)
-    envs = make_games("tictactoe_v3", args.num_games, args.backend)
-    league = make_league(envs, args)
-    league.add_anchor("perfect", PerfectTicTacToe(seed=args.seed + 1))
-    league.add_anchor("random-eval", RandomPlayer(seed=args.seed + 2))
-    agent = Agent(args.hidden)
-    optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-    snapshots: dict[str, Agent] = {}
-    openings = Openings(args.opening_plies, args.num_games, args.seed, args.random_moves) \
-        if args.opening_plies or args.random_moves else None
-    roll = Rollout.zeros(args.num_steps, envs.num_envs, (3, 3, 2), 9)
-    checks: list[dict[str, Any]] = []
-    clock = {"env": 0.0, "eval": 0.0}
-    agent_steps, next_eval = 0, 0
-    eval_envs = make_games("tictactoe_v3", 100, "sync")
-    obs, infos = envs.reset(seed=args.seed)
-    start = time.perf_counter()
+class ExactChecks(Checks):
+    """The exact check along the way (and sampled games for the curves); at the end,
+    ``--eval-games`` games against the perfect and the random player."""
 
-    def check() -> None:
-        began = time.perf_counter()
+    def __init__(self, args: Args) -> None:
+        self.args = args
+        self.points: list[dict[str, Any]] = []
+        self.final_games = f"the final {args.eval_games:,} games per anchor"
+
+    def setup(self, envs: Any) -> League:
+        self.league = make_league(envs, self.args)
+        self.league.add_anchor("perfect", PerfectTicTacToe(seed=self.args.seed + 1))
+        self.league.add_anchor("random-eval", RandomPlayer(seed=self.args.seed + 2))
+        self.envs = make_games("tictactoe_v3", 100, "sync")
+        return self.league
+
+    def check(self, agent: nn.Module, agent_steps: int, seconds: float) -> None:
         act = greedy_player(agent)
-        point = {"agent_steps": agent_steps, "seconds": began - start}
+        point: dict[str, Any] = {"agent_steps": agent_steps, "seconds": seconds}
         for seat in (0, 1):
             for replies in ("all", "optimal"):
                 point[f"{replies}_{seat}"] = exact_check(act, seat, replies)
-        checks.append(point)
-        if args.curve_games:  # sampled games too, for the curves of plot_history
-            league.evaluate(eval_envs, act, args.curve_games, seed=args.seed + 4)
+        self.points.append(point)
+        if self.args.curve_games:  # sampled games too, for the curves of plot_history
+            self.league.evaluate(self.envs, act, self.args.curve_games, seed=self.args.seed + 4)
         losses = [point[k]["loss"] for k in ("all_0", "all_1", "optimal_0", "optimal_1")]
-        print(f"step {agent_steps:>9,}  {point['seconds']:6.1f} s  lost lines vs every "
+        print(f"step {agent_steps:>9,}  {seconds:6.1f} s  lost lines vs every "
               f"legal reply {losses[0]}/{losses[1]}, vs every optimal reply "
-              f"{losses[2]}/{losses[3]} (first/second)  rating {league.learner_rating:6.0f}"
-              f"  pool {len(league.pool_ids)}", flush=True)
-        clock["eval"] += time.perf_counter() - began
+              f"{losses[2]}/{losses[3]} (first/second)  rating {self.league.learner_rating:6.0f}"
+              f"  pool {len(self.league.pool_ids)}", flush=True)
 
-    try:
-        while True:
-            if agent_steps >= next_eval:
-                check()
-                next_eval += args.eval_every
-            if agent_steps >= args.total_steps:
-                break
-            progress = agent_steps / args.total_steps
-            obs, infos, moves = collect(envs, league, agent, snapshots, roll, obs, infos,
-                                        generator, clock, openings, args.explore)
-            agent_steps += moves
-            train_ppo(agent, optimizer, roll, args, progress, threads=args.update_threads)
-            if league.snapshot_due:
-                snapshots[league.add_snapshot()] = copy.deepcopy(agent).requires_grad_(False)
-            for policy in league.pop_retired():
-                del snapshots[policy]
-        elapsed = time.perf_counter() - start
-        began = time.perf_counter()
-        results = league.evaluate(eval_envs, greedy_player(agent), args.eval_games,
-                                  seed=args.seed + 3)
-        final_seconds = time.perf_counter() - began
-    finally:
-        envs.close()
-        eval_envs.close()
-    print(f"\n{agent_steps:,} agent-steps in {elapsed:.1f} s of training "
-          f"(+{final_seconds:.1f} s for the final {args.eval_games:,} games per anchor)")
-    report_throughput(agent_steps, elapsed, clock, args.backend)
-    for result in results.values():
-        print(result.summary())
-    print(league.table())
-    write_outputs(args, agent, league, f"PPO self-play on tic-tac-toe ({args.num_games} games)")
-    return {"agent_steps": agent_steps, "seconds": elapsed, "checks": checks,
-            "results": results, "clock": clock, "agent": agent, "league": league}
+    def final(self, agent: nn.Module) -> dict[str, Any]:
+        return self.league.evaluate(self.envs, greedy_player(agent), self.args.eval_games,
+                                    seed=self.args.seed + 3)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    """Train, check, evaluate, export; returns the final figures."""
+    args = Args.parse(argv, __doc__)
+    checks = ExactChecks(args)
+    out = train(args, "tictactoe_v3", lambda: Agent(args.hidden), checks,
+                f"PPO self-play on tic-tac-toe ({args.num_games} games)")
+    return {**out, "checks": checks.points}
 
 
 if __name__ == "__main__":

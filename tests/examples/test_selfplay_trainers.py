@@ -32,6 +32,7 @@ def _load(name: str):
     return module
 
 
+ppo = _load("selfplay_ppo")
 common = _load("selfplay_common")
 ttt = _load("selfplay_tictactoe")
 c4 = _load("selfplay_connect_four")
@@ -100,17 +101,43 @@ def test_connect_four_trainer_runs_evaluates_and_exports(tmp_path: Path) -> None
     _check_export(tmp_path / "policy.pt", (6, 7, 2), 7, np.random.default_rng(1))
 
 
+def test_the_shared_loop_checks_on_schedule_and_plays_its_snapshots() -> None:
+    """A check at 0 and once each ``eval_every`` more agent-steps are in, one more at the
+    end with ``last_check``; an update per rollout; snapshots join the games and retire."""
+    from fastvec.selfplay import League
+
+    args = ttt.Args.parse(["--total-steps", "250", "--eval-every", "100", "--num-steps", "4",
+                           "--seed", "0"])
+    assert isinstance(args, common.BoardSettings)
+    envs = common.make_games("tictactoe_v3", 4, "sync")
+    league = League.from_env(envs, shares={"self_play": 0.5, "snapshots": 0.5},
+                             snapshot_every=20, max_snapshots=2, seed=0)
+    checks, updates = [], []
+    try:
+        steps, seconds, clock = common.run(
+            envs, league, ttt.Agent(8), args, lambda roll, progress: updates.append(progress),
+            lambda agent_steps, seconds: checks.append(agent_steps), last_check=True)
+    finally:
+        envs.close()
+    assert 250 <= steps < 250 + 16 and seconds > 0 and set(clock) == {"env", "eval"}
+    assert len(checks) == 4 and checks[-1] == steps  # the last one: last_check
+    assert [k * 100 <= step < k * 100 + 16 for k, step in enumerate(checks[:3])] == [True] * 3
+    # a rollout: at most 16 moves (4 steps of 4 games), fewer when games reset
+    assert len(updates) >= steps / 16 and updates[0] == 0 and updates == sorted(updates)
+    assert league.snapshots_taken > 2 and len(league.pool_ids) == 2  # the others retired
+
+
 def test_advantages_run_over_each_rows_own_turns() -> None:
     """Worked by hand (gamma = lambda = 0.5).  Row 0 moves at t = 0, 2, 4 and wins on its
     last move; row 1 moves at t = 1 (its game ends, -1), then at 3 and 5 in a new game,
     the last move still waiting for its reward (not trainable; its value bootstraps t = 3)."""
-    roll = common.Rollout.zeros(6, 2, (1,), 1)
+    roll = ppo.Rollout.zeros(6, 2, (1,), 1)
     for t, row, value, reward, done in [(0, 0, 0.5, 0.0, 0), (2, 0, 0.25, 0.0, 0),
                                         (4, 0, 0.5, 1.0, 1), (1, 1, 0.0, -1.0, 1),
                                         (3, 1, 0.5, 0.5, 0), (5, 1, 1.0, 0.0, 0)]:
         roll.sample[t, row], roll.values[t, row] = True, value
         roll.rewards[t, row], roll.done[t, row] = reward, done
-    advantages, trainable = common.row_advantages(roll, 0.5, 0.5)
+    advantages, trainable = ppo.row_advantages(roll, 0.5, 0.5)
     assert advantages[:, 0].tolist() == [-0.34375, 0, 0.125, 0, 0.5, 0]
     assert advantages[:, 1].tolist() == [0, -1.0, 0, 0.5, 0, 0]
     assert trainable.tolist() == [[True, False], [False, True], [True, False],
@@ -144,9 +171,9 @@ def test_the_rollout_pays_each_sample_its_rows_rewards(backend: str) -> None:
     try:
         torch.manual_seed(0)
         agent = ttt.Agent(16)
-        roll = common.Rollout.zeros(num_steps, envs.num_envs, (3, 3, 2), 9)
+        roll = ppo.Rollout.zeros(num_steps, envs.num_envs, (3, 3, 2), 9)
         obs, infos = envs.reset(seed=0)
-        _, _, moves = common.collect(envs, league, agent, {}, roll, obs, infos,
+        _, _, moves = ppo.collect(envs, league, agent, {}, roll, obs, infos,
                                      torch.Generator().manual_seed(0),
                                      {"env": 0.0, "eval": 0.0})
     finally:
@@ -196,7 +223,7 @@ def test_plain_games_give_the_rows_of_a_fastvec_vector_env() -> None:
 def test_exploring_moves_come_from_the_mixture_and_say_so() -> None:
     logits = torch.tensor([[0.0, 5.0, -1e9], [2.0, -1e9, 2.0]])
     generator = torch.Generator().manual_seed(0)
-    moves, logprobs = common.sample_moves(logits.repeat(1000, 1), generator, explore=0.5)
+    moves, logprobs = ppo.sample_moves(logits.repeat(1000, 1), generator, explore=0.5)
     policy = torch.softmax(logits, 1)
     mixture = 0.5 * policy + 0.5 * torch.tensor([[0.5, 0.5, 0.0], [0.5, 0.0, 0.5]])
     rows = torch.arange(2000) % 2
@@ -204,12 +231,12 @@ def test_exploring_moves_come_from_the_mixture_and_say_so() -> None:
     assert torch.allclose(logprobs, mixture[rows, moves].log())
     share = (moves[rows == 0] == 0).float().mean()
     assert abs(share - mixture[0, 0]) < 0.05
-    plain_moves, plain_logprobs = common.sample_moves(logits, generator)
+    plain_moves, plain_logprobs = ppo.sample_moves(logits, generator)
     assert torch.allclose(plain_logprobs, torch.log_softmax(logits, 1)[[0, 1], plain_moves])
 
 
 def test_openings_play_the_first_plies_at_random() -> None:
-    openings = common.Openings(3, num_games=4, seed=0)
+    openings = ppo.Openings(3, num_games=4, seed=0)
     openings.plies[:] = [0, 1, 3, 2]
     board = np.zeros((8, 3, 3, 2), dtype=np.int8)
     board[2:, 0, 0, 0] = 1  # games 1, 2, 3 have one piece down, games 2 and 3 two
