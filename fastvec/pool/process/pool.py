@@ -226,16 +226,17 @@ class ProcessPool(Pool):
         """
         done = [entry for kind, mine in involved for entry in kind.done(mine)]
         first = done[0][0] if done else 0
-        chosen = {b for _, b in sorted((since(ticket, first), b) for ticket, b in done)[:want]}
+        chosen = {b for _, b in sorted([(since(ticket, first), b) for ticket, b in done])[:want]}
         replies: dict[int, Any] = {}
         for kind, mine in involved:  # the trainer's first: it runs now
             picked = [b for b in mine if b in chosen]
             if picked:
                 replies.update(kind.replies(picked, what, len(picked)))
-        for kind, mine in involved:
-            rest = [b for b in mine if b not in replies]
-            if rest and want > len(replies):
-                replies.update(kind.replies(rest, what, want - len(replies)))
+        if len(replies) < want:  # fewer done than wanted: the earliest of the rest
+            for kind, mine in involved:
+                rest = [b for b in mine if b not in replies]
+                if rest and len(replies) < want:
+                    replies.update(kind.replies(rest, what, want - len(replies)))
         return replies
 
     def _receive(self, b: int, reply: Any) -> Entries:
