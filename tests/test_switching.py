@@ -38,8 +38,8 @@ ROWS = [
      'fastvec.make_multiagent(game_fn, 8, vector_kwargs={"autoreset_mode": "same_step"})'),
     ("EnvPool", 'envpool.make("CartPole-v1", "gymnasium", num_envs=8, batch_size=4); '
      "send(actions, env_ids); recv()",
-     'fastvec.make("CartPole-v1", 8, "subproc", vector_kwargs={"batch_size": 4}); '
-     "send(actions, env_ids); recv()"),
+     'fastvec.make("CartPole-v1", 8, "subproc", '
+     'vector_kwargs={"num_workers": 4, "batch_size": 4}); send(actions, env_ids); recv()'),
     ("PufferLib", "pufferlib.vector.make(env_fn, num_envs=8, num_workers=4, batch_size=4, "
      "backend=Multiprocessing)",
      "fastvec.SubprocVecEnv([env_fn] * 8, num_workers=4, batch_size=4)"),
@@ -200,7 +200,8 @@ def test_async_batches_as_envpool_and_pufferlib_use_them(row):
     """``async_reset`` / ``recv`` / ``send(actions, env_ids)``: each env's own trajectory
     is the one it has alone, whichever batches the envs came back in."""
     if row == "envpool":
-        envs = fastvec.make("CartPole-v1", 8, "subproc", vector_kwargs={"batch_size": 4})
+        envs = fastvec.make("CartPole-v1", 8, "subproc",
+                            vector_kwargs={"num_workers": 4, "batch_size": 4})
     else:
         envs = fastvec.SubprocVecEnv(cartpole_fns(8), num_workers=4, batch_size=4)
     steps = 30
