@@ -354,9 +354,8 @@ class League:
 
     def _count_learner_steps(self, positions: Sized) -> None:
         """The learner chose the moves of ``positions``: so many learner steps."""
-        steps = len(positions)
-        self.learner_steps += steps
-        self.since_snapshot["steps"] += steps
+        self.learner_steps += len(positions)
+        self.since_snapshot["steps"] += len(positions)
 
     def _name(self, code: int) -> str:
         return LEARNER if code == 0 else self.pool.by_code(code).id
