@@ -501,7 +501,7 @@ def test_worker_killed_between_calls_is_restarted_by_the_next_reset(make_subproc
         infos = {"worker_restarted": np.concatenate([p[4].get("worker_restarted",
                                                                 np.zeros(4, bool))
                                                      for p in parts])}
-    restarted = {int(i) for i, r in zip(ids, infos["worker_restarted"]) if r}
+    restarted = {int(i) for i, r in zip(ids, infos["worker_restarted"], strict=True) if r}
     assert restarted == {4, 5, 6, 7}
     np.testing.assert_array_equal(obs[np.argsort(ids)][:, 0], np.arange(8))
     new = internals.worker_pids(envs)

@@ -283,7 +283,7 @@ def test_close_from_a_signal_handler_and_another_thread_with_a_step_pending(make
         envs.step_async(np.zeros(4, np.int64))
         pids = internals.worker_pids(envs)
         if closer == "signal":
-            old = signal.signal(signal.SIGUSR1, lambda *_: envs.close())
+            old = signal.signal(signal.SIGUSR1, lambda *_, envs=envs: envs.close())
             try:
                 os.kill(os.getpid(), signal.SIGUSR1)
                 time.sleep(0.01)  # the handler runs between bytecodes
