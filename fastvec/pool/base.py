@@ -323,12 +323,11 @@ class Pool(ABC):
         """
         try:
             reply = self.rebuild(b)
+            if isinstance(reply, BaseException):
+                raise reply
         except BaseException:
             self.broken = f"{self.block_name(b)} failed again right after a restart"
             raise
-        if isinstance(reply, BaseException):
-            self.broken = f"{self.block_name(b)} failed again right after a restart"
-            raise reply
         entries = self._receive(b, reply)
         start, stop = self.bounds[b]
         self.buffers.clear(slice(start, stop), truncate)

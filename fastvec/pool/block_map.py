@@ -66,8 +66,3 @@ class BlockMap:
         index = self.host_index(b)
         host = "local block" if index is None else f"{self.host_word} {index}"
         return f"{self.unit_name} {unit_index} ({host})"
-
-    def span(self, b: int) -> str:
-        """Block ``b``'s envs (games) and host: ``envs 2..3 (worker 0)``."""
-        start, stop = self.unit_bounds[b]
-        return f"{self.unit_name}s {start}..{stop - 1} ({self.block_name(b)})"
