@@ -2,7 +2,8 @@
 
     python examples/selfplay_poker.py --game kuhn_poker --export strategy.pt
     python examples/selfplay_poker.py --game "kuhn_poker(players=3)" --total-steps 2500000
-    python examples/selfplay_poker.py --game leduc_poker --plot nash_conv.png
+    python examples/selfplay_poker.py --game leduc_poker --total-steps 10000000 \
+        --average network --max-weight 20 --average-window 2000000 --plot nash_conv.png
     python examples/selfplay_poker.py --game kuhn_poker --no-league   # naive self-play
     python examples/selfplay_poker.py --help                         # every setting
 
@@ -12,20 +13,26 @@ rows (``fastvec.openspiel.OpenSpielGame``: each row observes its player's
 the game).  A :class:`fastvec.selfplay.League` gives each game's seats to the
 learner (self-play: every seat makes samples) or to the learner in one seat and a
 frozen snapshot of it, drawn by PFSP, in the others; with ``--no-league`` the
-learner only plays itself.
+learner only plays itself.  ``--average-share`` gives a share of the games to the
+judged average strategy below as a fixed opponent (fictitious play's opponent).
 
 One network (MLPs over the information state, which names the player) plays every
 seat.  The default update (``--method mmd``) is magnetic mirror descent in logit
 space fitted by regression: per state ``logits <- (logits + eta * A + eta * alpha *
 magnet) / (1 + eta * alpha)``, each sample estimating the advantages ``A`` without
-bias by importance weighting; the magnet is the judged strategy below.
+bias by importance weighting (``--max-weight`` caps the weight, trading a little
+bias for much less variance where the learner's moves are rare); the magnet is the
+judged strategy below.
 ``--method ppo`` is CleanRL's clipped PPO with an entropy bonus, for comparison.
 
-The judged strategy is an exponential moving average of the actor's weights
-(``--ema-decay``).  Every ``--eval-every`` agent-steps (moves of every seat) its
-strategy, the softmax of its logits over the legal actions, is handed to OpenSpiel,
-which computes its NashConv exactly (``fastvec.openspiel.nash_conv``): the sum over
-players of what a best response to the others gains, 0 at a Nash equilibrium.
+The judged strategy is an average of the learner's: an exponential moving average
+of the actor's weights (``--average ema``, ``--ema-decay``), or a network fitted to
+the learner's probabilities on its last ``--average-window`` samples (``--average
+network``, NFSP's average-policy network).  Every ``--eval-every`` agent-steps (moves
+of every seat) its strategy, the softmax of its logits over the legal actions, is
+handed to OpenSpiel, which computes its NashConv exactly
+(``fastvec.openspiel.nash_conv``): the sum over players of what a best response to the
+others gains, 0 at a Nash equilibrium; the learner's own is printed beside it.
 ``--export PATH`` writes it as TorchScript: ``forward(info_state float32 [B, D],
 legal_mask bool [B, A]) -> logits [B, A]`` (illegal actions at -1e9); ``--plot
 PATH`` draws NashConv over agent-steps; ``--history PATH`` writes the curve as JSON.
@@ -68,15 +75,21 @@ class Args(Settings):
     ent_coef: float = 0.02  # entropy bonus, decaying linearly to ent_final
     ent_final: float = 0.0
     magnet_coef: float = 0.2  # the pull towards the magnet (ppo: a reverse KL)
-    magnet: str = "ema"  # "uniform", "copy" (the learner every magnet_every updates), "ema"
+    magnet: str = "ema"  # "uniform", "copy" (the learner every magnet_every updates),
+    # "ema" (the judged average)
     magnet_every: int = 10
-    ema_decay: float = 0.99  # >0: judge and export an average of the actor's weights
+    ema_decay: float = 0.99  # average "ema": the decay of the moving average of the weights
+    average: str = "ema"  # the judged strategy: "ema" (of the weights) or "network"
+    average_window: int = 1_000_000  # network: fit the learner's last this many samples
+    average_batches: int = 4  # network: minibatches of the fit per update
+    max_weight: float = 0.0  # mmd: >0 caps the importance weight 1/pi(a) of a sample
     method: str = "mmd"  # "ppo" (clipped, entropy bonus) or "mmd" (mirror descent by regression)
     mmd_eta: float = 0.5  # mmd: the step size in logit space
     anneal_eta: bool = True  # mmd: decay the step size linearly to 0
     explore: float = 0.0  # the learner's moves are uniformly random with this probability
     league: bool = True  # False: naive self-play, the learner plays only itself
     snapshot_share: float = 0.5  # games against a snapshot (the rest: self-play)
+    average_share: float = 0.0  # games against the judged average strategy
     snapshot_every: int = 50_000  # learner steps between snapshots
     max_snapshots: int = 20
     eval_every: int = 100_000  # agent-steps between NashConv checks
@@ -133,6 +146,59 @@ def average(judged: Agent, agent: Agent, decay: float) -> None:
     with torch.no_grad():
         for mean, now in zip(judged.parameters(), agent.parameters(), strict=True):
             mean.mul_(decay).add_(now, alpha=1.0 - decay)
+
+
+class AverageNetwork:
+    """The learner's average strategy learned from its own samples (NFSP's average-policy
+    network): a ring of its last ``window`` samples, each an information state, its legal
+    mask and the learner's probabilities there when it played, and an actor fitted to
+    them by cross-entropy.  A state's fit is the mean of the learner's strategies over
+    the window, each weighted by how often the learner reached the state then."""
+
+    def __init__(self, net: Agent, window: int, size: int, num_actions: int,
+                 learning_rate: float, seed: int) -> None:
+        self.net, self.window, self.count = net, window, 0
+        self.states = torch.zeros(window, size)
+        self.masks = torch.zeros(window, num_actions, dtype=torch.bool)
+        self.probs = torch.zeros(window, num_actions)
+        self.optimizer = torch.optim.Adam(net.actor.parameters(), lr=learning_rate, eps=1e-5)
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def add(self, agent: Agent, roll: Rollout) -> None:
+        """Keep the learner's samples of ``roll`` with ``agent``'s probabilities (call it
+        before the update, while ``agent`` is the strategy that played them)."""
+        states, masks = roll.obs[roll.sample].float(), roll.masks[roll.sample]
+        with torch.no_grad():
+            probs = torch.softmax(agent.actor(states).masked_fill(~masks, -1e9), 1)
+        at = (self.count + torch.arange(len(states))) % self.window
+        self.states[at], self.masks[at], self.probs[at] = states, masks, probs
+        self.count += len(states)
+
+    def fit(self, batches: int, batch_size: int) -> None:
+        """``batches`` steps of cross-entropy on samples drawn from the ring."""
+        held = min(self.count, self.window)
+        for _ in range(batches):
+            at = torch.randint(held, (batch_size,), generator=self.generator)
+            logits = self.net.actor(self.states[at]).masked_fill(~self.masks[at], -1e9)
+            loss = -(self.probs[at] * torch.log_softmax(logits, 1)).sum(1).mean()
+            self.optimizer.zero_grad()
+            loss.backward()
+            self.optimizer.step()
+
+
+class AveragePlayer:
+    """The judged strategy as a league opponent: it samples its moves from the softmax of
+    ``net``'s logits (it follows ``net`` as it learns)."""
+
+    def __init__(self, net: Agent, seed: int) -> None:
+        self.net, self.generator = net, torch.Generator().manual_seed(seed)
+
+    def __call__(self, observation: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+        with torch.no_grad():
+            logits = self.net(torch.as_tensor(observation, dtype=torch.float32),
+                              torch.as_tensor(action_mask).bool())[0]
+        return torch.multinomial(torch.softmax(logits, 1), 1,
+                                 generator=self.generator).squeeze(1).numpy()
 
 
 def update(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, roll: Rollout,
@@ -198,6 +264,8 @@ def update_mmd(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, ro
     b_obs, b_masks = roll.obs[trainable].float(), roll.masks[trainable]
     b_actions, b_returns = roll.actions[trainable], returns[trainable]
     b_probs = roll.logprobs[trainable].exp()
+    if args.max_weight > 0:
+        b_probs = b_probs.clamp_min(1.0 / args.max_weight)
     legal = b_masks.float()
     num_samples = len(b_obs)
     minibatch = max(1, num_samples // args.num_minibatches)
@@ -256,31 +324,45 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     game = load_game(args.game)
     size, num_actions = game.information_state_tensor_size(), game.num_distinct_actions()
     envs = make_rows(OpenSpielGame, args.num_games, args.backend, game=args.game)
-    league = League.from_env(
-        envs, shares={"self_play": 1.0 - args.snapshot_share, "snapshots": args.snapshot_share}
-        if args.league else {"self_play": 1.0},
-        sampling=PFSP("hard", power=2.0, floor=0.05),
-        snapshot_every=args.snapshot_every if args.league else None,
-        max_snapshots=args.max_snapshots, seed=args.seed)
     agent = Agent(size, num_actions, args.hidden)
     magnet = copy.deepcopy(agent).requires_grad_(False)
-    judged = copy.deepcopy(agent).requires_grad_(False)  # the average (or the learner)
+    judged = copy.deepcopy(agent).requires_grad_(args.average == "network")
+    shares = {"self_play": 1.0 - args.snapshot_share - args.average_share,
+              "snapshots": args.snapshot_share, "fixed": args.average_share}
+    league = League.from_env(
+        envs, shares=shares if args.league else {"self_play": 1.0},
+        opponents={"average": AveragePlayer(judged, args.seed)}
+        if args.league and args.average_share else None,
+        sampling=PFSP("hard", power=2.0, floor=0.05),
+        snapshot_every=args.snapshot_every if args.league and args.snapshot_share else None,
+        max_snapshots=args.max_snapshots, seed=args.seed)
+    averager = AverageNetwork(judged, args.average_window, size, num_actions,
+                              args.learning_rate, args.seed) \
+        if args.average == "network" else None
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
-    curve: list[tuple[int, float]] = []
+    curve: list[tuple[int, float]] = []  # the judged strategy's NashConv
+    learner_curve: list[tuple[int, float]] = []  # the learner's last iterate's
     updates = 0
 
     def check(agent_steps: int, seconds: float) -> None:
         value = nash_conv(game, softmax_policy(logits_of(judged)))
+        learner = nash_conv(game, softmax_policy(logits_of(agent)))
         curve.append((agent_steps, value))
+        learner_curve.append((agent_steps, learner))
         print(f"step {agent_steps:>10,}  {seconds:7.1f} s  NashConv {value:.4f}  "
-              f"pool {len(league.pool_ids)}", flush=True)
+              f"(the learner's own {learner:.4f})  pool {len(league.pool_ids)}", flush=True)
 
     def learn(roll: Rollout, progress: float) -> None:
         nonlocal updates
+        if averager is not None:
+            averager.add(agent, roll)
         (update_mmd if args.method == "mmd" else update)(agent, magnet, optimizer, roll,
                                                           args, progress)
         updates += 1
-        average(judged, agent, args.ema_decay)
+        if averager is not None:
+            averager.fit(args.average_batches, args.num_games * args.num_steps // 2)
+        else:
+            average(judged, agent, args.ema_decay)
         if args.magnet == "ema":
             magnet.load_state_dict(judged.state_dict())
         elif args.magnet == "copy" and updates % args.magnet_every == 0:
@@ -303,8 +385,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         plot({label: curve}, args.plot, f"{args.method.upper()} on {args.game}")
     if args.history:
         with open(args.history, "w") as file:
-            json.dump({"args": asdict(args), "curve": curve, "seconds": elapsed,
-                       "agent_steps": agent_steps, "env_seconds": clock["env"]}, file)
+            json.dump({"args": asdict(args), "curve": curve, "learner_curve": learner_curve,
+                       "seconds": elapsed, "agent_steps": agent_steps,
+                       "env_seconds": clock["env"]}, file)
     return {"agent_steps": agent_steps, "seconds": elapsed, "nash_conv": final,
             "curve": curve, "clock": clock, "agent": judged, "league": league}
 

@@ -1,8 +1,10 @@
 """The poker trainer (examples/selfplay_poker.py): a short run end to end, its NashConv
-moving down from the uniform strategy's, and the exported strategy."""
+moving down from the uniform strategy's, the exported strategy, and the average-policy
+network's ring and fit."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 import subprocess
@@ -32,7 +34,8 @@ def _run(*flags: str) -> subprocess.CompletedProcess:
 @pytest.mark.slow
 @pytest.mark.parametrize("game, flags", [
     ("kuhn_poker", ["--backend", "local"]),
-    ("kuhn_poker(players=3)", ["--backend", "sync", "--no-league"]),
+    ("kuhn_poker(players=3)", ["--backend", "sync", "--no-league", "--average", "network",
+                               "--max-weight", "20"]),
 ])
 def test_a_short_run_lowers_nash_conv_and_exports_the_strategy(tmp_path: Path, game: str,
                                                                flags: list) -> None:
@@ -60,3 +63,43 @@ def test_a_short_run_lowers_nash_conv_and_exports_the_strategy(tmp_path: Path, g
             return strategy(torch.from_numpy(info_state), torch.from_numpy(legal_mask)).numpy()
 
     assert nash_conv(game, softmax_policy(exported)) == pytest.approx(curve[-1][1], abs=1e-6)
+
+
+def _poker_module():
+    sys.path.insert(0, str(EXAMPLE.parent))  # the trainer imports its helpers beside it
+    spec = importlib.util.spec_from_file_location("selfplay_poker", EXAMPLE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["selfplay_poker"] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_average_network_fits_the_reach_weighted_mean_of_the_strategies() -> None:
+    """Samples of one state played by two strategies, three times as often by the first:
+    the fit is their 3:1 mixture; the ring keeps only the last ``window`` samples."""
+    poker = _poker_module()
+    torch.manual_seed(0)
+    size, actions = 4, 3
+    average = poker.AverageNetwork(poker.Agent(size, actions, 16), window=8, size=size,
+                                   num_actions=actions, learning_rate=1e-2, seed=0)
+
+    def played(logits: list[float], samples: int) -> tuple:
+        agent = poker.Agent(size, actions, 16)
+        agent.actor[-1].bias.data = torch.tensor(logits)  # the same strategy everywhere
+        roll = poker.Rollout.zeros(samples, 2, (size,), actions, torch.float32)
+        roll.obs[:] = 1.0
+        roll.masks[:] = True
+        roll.sample[:, 0] = True  # only row 0 is the learner's
+        return agent, roll
+
+    first = torch.softmax(torch.tensor([2.0, 0.0, -2.0]), 0)
+    second = torch.softmax(torch.tensor([-1.0, 1.0, 0.0]), 0)
+    average.add(*played([9.0, 9.0, 9.0], 5))  # pushed out of the ring by the next eight
+    average.add(*played([2.0, 0.0, -2.0], 6))
+    average.add(*played([-1.0, 1.0, 0.0], 2))
+    assert average.count == 13
+    assert torch.allclose(average.probs.sum(0), 6 * first + 2 * second, atol=1e-6)
+    average.fit(batches=400, batch_size=64)
+    with torch.no_grad():
+        fitted = torch.softmax(average.net.actor(torch.ones(1, size)), 1)[0]
+    assert torch.allclose(fitted, 0.75 * first + 0.25 * second, atol=0.03), fitted
