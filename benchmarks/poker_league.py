@@ -3,9 +3,10 @@
 Runs ``examples/selfplay_poker.py`` for every game, seed and mode (``league``:
 the learner also plays snapshots of itself drawn by PFSP; ``naive``: it plays
 only itself), each in a fresh process, ``--jobs`` at a time, each run writing
-its NashConv curve (``--history``).  Then prints the final NashConv of every run
-and the medians, and plots, per game, the median curve of each mode with the
-runs' spread.
+its NashConv curve (``--history``) with the game's flags (``FLAGS``, those of its
+command in examples/README.md) and its budget (``BUDGETS``).  Then prints the final
+NashConv of every run and the medians, and plots, per game, the median curve of each
+mode with the runs' spread.
 
     python benchmarks/poker_league.py --out poker-runs          # all three games, 3 seeds
     python benchmarks/poker_league.py --games leduc_poker --seeds 1 2 3 --jobs 6
@@ -27,6 +28,9 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "selfplay_poker.
 BUDGETS = {"kuhn_poker": 2_000_000, "leduc_poker": 10_000_000,
            "kuhn_poker(players=3)": 5_000_000}
 TARGETS = {"kuhn_poker": 0.02, "leduc_poker": 0.2, "kuhn_poker(players=3)": 0.1}
+FLAGS = {"leduc_poker": ["--average", "network", "--max-weight", "20",  # the README's command
+                         "--average-window", "2000000", "--eval-every", "500000"],
+         "kuhn_poker(players=3)": ["--mmd-eta", "1.0"]}
 MODES = {"league": [], "naive": ["--no-league"]}
 
 
@@ -39,7 +43,7 @@ def run(out: Path, game: str, seed: int, mode: str, extra: list[str]) -> Path:
     history = out / f"{slug(game)}_{mode}_seed{seed}.json"
     command = [sys.executable, str(EXAMPLE), "--game", game, "--seed", str(seed),
                "--total-steps", str(BUDGETS[game]), "--history", str(history),
-               *MODES[mode], *extra]
+               *FLAGS.get(game, []), *MODES[mode], *extra]
     log = history.with_suffix(".log")
     with open(log, "w") as file:
         subprocess.run(command, stdout=file, stderr=subprocess.STDOUT, check=True)

@@ -80,7 +80,8 @@ class Args(Settings):
     magnet_every: int = 10
     ema_decay: float = 0.99  # average "ema": the decay of the moving average of the weights
     average: str = "ema"  # the judged strategy: "ema" (of the weights) or "network"
-    average_window: int = 1_000_000  # network: fit the learner's last this many samples
+    average_window: int = 1_000_000  # network: keep the learner's last this many samples
+    average_recent: float = 0.0  # network: >0 fits only the newest this share of them all
     average_batches: int = 4  # network: minibatches of the fit per update
     max_weight: float = 0.0  # mmd: >0 caps the importance weight 1/pi(a) of a sample
     method: str = "mmd"  # "ppo" (clipped, entropy bonus) or "mmd" (mirror descent by regression)
@@ -156,8 +157,8 @@ class AverageNetwork:
     the window, each weighted by how often the learner reached the state then."""
 
     def __init__(self, net: Agent, window: int, size: int, num_actions: int,
-                 learning_rate: float, seed: int) -> None:
-        self.net, self.window, self.count = net, window, 0
+                 learning_rate: float, seed: int, recent: float = 0.0) -> None:
+        self.net, self.window, self.recent, self.count = net, window, recent, 0
         self.states = torch.zeros(window, size)
         self.masks = torch.zeros(window, num_actions, dtype=torch.bool)
         self.probs = torch.zeros(window, num_actions)
@@ -175,10 +176,14 @@ class AverageNetwork:
         self.count += len(states)
 
     def fit(self, batches: int, batch_size: int) -> None:
-        """``batches`` steps of cross-entropy on samples drawn from the ring."""
+        """``batches`` steps of cross-entropy on samples drawn from the ring (from its
+        newest ``recent`` share of all the samples so far, if ``recent``)."""
         held = min(self.count, self.window)
+        if self.recent > 0:
+            held = min(held, max(batch_size, int(self.recent * self.count)))
         for _ in range(batches):
-            at = torch.randint(held, (batch_size,), generator=self.generator)
+            back = torch.randint(held, (batch_size,), generator=self.generator)
+            at = (self.count - 1 - back) % self.window
             logits = self.net.actor(self.states[at]).masked_fill(~self.masks[at], -1e9)
             loss = -(self.probs[at] * torch.log_softmax(logits, 1)).sum(1).mean()
             self.optimizer.zero_grad()
@@ -337,7 +342,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         snapshot_every=args.snapshot_every if args.league and args.snapshot_share else None,
         max_snapshots=args.max_snapshots, seed=args.seed)
     averager = AverageNetwork(judged, args.average_window, size, num_actions,
-                              args.learning_rate, args.seed) \
+                              args.learning_rate, args.seed, args.average_recent) \
         if args.average == "network" else None
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     curve: list[tuple[int, float]] = []  # the judged strategy's NashConv

@@ -103,3 +103,24 @@ def test_the_average_network_fits_the_reach_weighted_mean_of_the_strategies() ->
     with torch.no_grad():
         fitted = torch.softmax(average.net.actor(torch.ones(1, size)), 1)[0]
     assert torch.allclose(fitted, 0.75 * first + 0.25 * second, atol=0.03), fitted
+
+
+def test_the_average_network_can_fit_only_the_newest_share_of_the_samples() -> None:
+    """``recent=0.5``: after six samples of one strategy and then six of another, the
+    fit draws from the newest six only, so it learns the second strategy."""
+    poker = _poker_module()
+    torch.manual_seed(0)
+    size, actions = 4, 3
+    average = poker.AverageNetwork(poker.Agent(size, actions, 16), window=16, size=size,
+                                   num_actions=actions, learning_rate=1e-2, seed=0, recent=0.5)
+    for logits in ([3.0, 0.0, 0.0], [0.0, 0.0, 3.0]):
+        agent = poker.Agent(size, actions, 16)
+        agent.actor[-1].bias.data = torch.tensor(logits)
+        roll = poker.Rollout.zeros(6, 1, (size,), actions, torch.float32)
+        roll.obs[:], roll.masks[:], roll.sample[:] = 1.0, True, True
+        average.add(agent, roll)
+    average.fit(batches=300, batch_size=4)
+    with torch.no_grad():
+        fitted = torch.softmax(average.net.actor(torch.ones(1, size)), 1)[0]
+    newest = torch.softmax(torch.tensor([0.0, 0.0, 3.0]), 0)
+    assert torch.allclose(fitted, newest, atol=0.03), fitted
