@@ -126,7 +126,7 @@ class Strategy(nn.Module):
 
     def __init__(self, agent: Agent) -> None:
         super().__init__()
-        self.actor = copy.deepcopy(agent.actor).eval()
+        self.actor = copy.deepcopy(agent.actor).eval().requires_grad_(False)
 
     def forward(self, info_state: torch.Tensor, legal_mask: torch.Tensor) -> torch.Tensor:
         """Logits [B, A] of information states [B, D] with legal masks [B, A]."""
