@@ -3,7 +3,8 @@
     python examples/selfplay_poker.py --game kuhn_poker --export strategy.pt
     python examples/selfplay_poker.py --game "kuhn_poker(players=3)" --total-steps 2500000
     python examples/selfplay_poker.py --game leduc_poker --total-steps 10000000 \
-        --average network --max-weight 20 --average-window 2000000 --plot nash_conv.png
+        --average network --max-weight 20 --average-window 4000000 --mmd-eta 0.125 \
+        --magnet-coef 0.8 --plot nash_conv.png
     python examples/selfplay_poker.py --game kuhn_poker --no-league   # naive self-play
     python examples/selfplay_poker.py --help                         # every setting
 
