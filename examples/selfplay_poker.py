@@ -76,8 +76,7 @@ class Args(Settings):
     ent_coef: float = 0.02  # entropy bonus, decaying linearly to ent_final
     ent_final: float = 0.0
     magnet_coef: float = 0.2  # the pull towards the magnet (ppo: a reverse KL)
-    magnet: str = "ema"  # "uniform", "copy" (the learner every magnet_every updates),
-    # "ema" (the judged average)
+    magnet: str = "ema"  # "uniform", "copy" (the learner every magnet_every updates), "ema"
     magnet_every: int = 10
     ema_decay: float = 0.99  # average "ema": the decay of the moving average of the weights
     average: str = "ema"  # the judged strategy: "ema" (of the weights) or "network"
@@ -392,8 +391,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.history:
         with open(args.history, "w") as file:
             json.dump({"args": asdict(args), "curve": curve, "learner_curve": learner_curve,
-                       "seconds": elapsed, "agent_steps": agent_steps,
-                       "env_seconds": clock["env"]}, file)
+                       "seconds": elapsed, "agent_steps": agent_steps, "env_seconds": clock["env"]},
+                      file)
     return {"agent_steps": agent_steps, "seconds": elapsed, "nash_conv": final,
             "curve": curve, "clock": clock, "agent": judged, "league": league}
 

@@ -33,7 +33,7 @@ def _run(*flags: str) -> subprocess.CompletedProcess:
 @pytest.mark.subprocess
 @pytest.mark.slow
 @pytest.mark.parametrize("game, flags", [
-    ("kuhn_poker", ["--backend", "local"]),
+    ("kuhn_poker", ["--backend", "local", "--average-share", "0.25"]),
     ("kuhn_poker(players=3)", ["--backend", "sync", "--no-league", "--average", "network",
                                "--max-weight", "20"]),
 ])
