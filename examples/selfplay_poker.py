@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import torch
 from selfplay_common import Settings, make_rows, report_throughput, run  # beside this file
-from selfplay_ppo import Rollout, row_advantages
+from selfplay_ppo import Rollout, row_advantages, sample_moves
 from torch import nn
 
 from fastvec.openspiel import OpenSpielGame, load_game, nash_conv, softmax_policy
@@ -202,8 +202,7 @@ class AveragePlayer:
         with torch.no_grad():
             logits = self.net(torch.as_tensor(observation, dtype=torch.float32),
                               torch.as_tensor(action_mask).bool())[0]
-        return torch.multinomial(torch.softmax(logits, 1), 1,
-                                 generator=self.generator).squeeze(1).numpy()
+        return sample_moves(logits, self.generator)[0].numpy()
 
 
 def update(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, roll: Rollout,
