@@ -86,7 +86,8 @@ class Args(Settings):
     max_weight: float = 0.0  # mmd: >0 caps the importance weight 1/pi(a) of a sample
     method: str = "mmd"  # "ppo" (clipped, entropy bonus) or "mmd" (mirror descent by regression)
     mmd_eta: float = 0.5  # mmd: the step size in logit space
-    anneal_eta: bool = True  # mmd: decay the step size linearly to 0
+    anneal_eta: bool = True  # mmd: decay the step size linearly to eta_floor of it
+    eta_floor: float = 0.0  # mmd: the share of mmd_eta the decay stops at
     explore: float = 0.0  # the learner's moves are uniformly random with this probability
     league: bool = True  # False: naive self-play, the learner plays only itself
     snapshot_share: float = 0.5  # games against a snapshot (the rest: self-play)
@@ -261,7 +262,7 @@ def update_mmd(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, ro
     left = max(0.0, 1.0 - progress)
     optimizer.param_groups[0]["lr"] = args.learning_rate * left if args.anneal_lr \
         else args.learning_rate
-    eta = args.mmd_eta * (left if args.anneal_eta else 1.0)
+    eta = args.mmd_eta * (max(left, args.eta_floor) if args.anneal_eta else 1.0)
     alpha = args.magnet_coef
     advantages, trainable = row_advantages(roll, args.gamma, args.gae_lambda)
     returns = advantages + roll.values
