@@ -247,6 +247,13 @@ def update(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, roll: 
             optimizer.step()
 
 
+def step_size(args: Args, progress: float) -> float:
+    """Mirror descent's ``eta`` at ``progress`` (0 to 1) of the run: ``--mmd-eta``,
+    decaying linearly to ``--eta-floor`` of it if ``--anneal-eta``."""
+    left = max(0.0, 1.0 - progress)
+    return args.mmd_eta * (max(left, args.eta_floor) if args.anneal_eta else 1.0)
+
+
 def update_mmd(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, roll: Rollout,
                args: Args, progress: float) -> None:
     """One step of magnetic mirror descent in logit space, fitted by regression.
@@ -262,7 +269,7 @@ def update_mmd(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, ro
     left = max(0.0, 1.0 - progress)
     optimizer.param_groups[0]["lr"] = args.learning_rate * left if args.anneal_lr \
         else args.learning_rate
-    eta = args.mmd_eta * (max(left, args.eta_floor) if args.anneal_eta else 1.0)
+    eta = step_size(args, progress)
     alpha = args.magnet_coef
     advantages, trainable = row_advantages(roll, args.gamma, args.gae_lambda)
     returns = advantages + roll.values

@@ -124,3 +124,14 @@ def test_the_average_network_can_fit_only_the_newest_share_of_the_samples() -> N
         fitted = torch.softmax(average.net.actor(torch.ones(1, size)), 1)[0]
     newest = torch.softmax(torch.tensor([0.0, 0.0, 3.0]), 0)
     assert torch.allclose(fitted, newest, atol=0.03), fitted
+
+
+def test_the_step_size_decays_to_its_floor() -> None:
+    """``--mmd-eta 0.2 --eta-floor 0.25``: 0.2 at the start, half of it half-way, then
+    no lower than 0.05; without a floor it reaches 0, without annealing it stays."""
+    poker = _poker_module()
+    floored = poker.Args(mmd_eta=0.2, eta_floor=0.25)
+    assert [poker.step_size(floored, p) for p in (0.0, 0.5, 0.8, 1.0, 1.2)] == \
+        pytest.approx([0.2, 0.1, 0.05, 0.05, 0.05])
+    assert poker.step_size(poker.Args(mmd_eta=0.2), 1.0) == 0.0
+    assert poker.step_size(poker.Args(mmd_eta=0.2, anneal_eta=False), 0.9) == 0.2
