@@ -5,38 +5,33 @@
     python examples/selfplay_poker.py --game leduc_poker --total-steps 10000000 \
         --average network --max-weight 20 --average-window 4000000 --mmd-eta 0.125 \
         --magnet-coef 0.8 --plot nash_conv.png
-    python examples/selfplay_poker.py --game kuhn_poker --no-league   # naive self-play
-    python examples/selfplay_poker.py --help                         # every setting
+    python examples/selfplay_poker.py --game kuhn_poker --no-league   # naive; --help: all
 
-``--num-games`` games of the OpenSpiel game run as one fastvec vector env of
-rows (``fastvec.openspiel.OpenSpielGame``: each row observes its player's
-``information_state_tensor`` and the legal-action mask; chance is played inside
-the game).  A :class:`fastvec.selfplay.League` gives each game's seats to the
-learner (self-play: every seat makes samples) or to the learner in one seat and a
-frozen snapshot of it, drawn by PFSP, in the others; with ``--no-league`` the
-learner only plays itself.  ``--average-share`` gives a share of the games to the
-judged average strategy below as a fixed opponent (fictitious play's opponent).
+``--num-games`` games run as one fastvec vector env of rows
+(``fastvec.openspiel.OpenSpielGame``: each row observes its player's
+``information_state_tensor`` and legal-action mask; chance is played inside the
+game).  A :class:`fastvec.selfplay.League` gives each game's seats to the learner
+(self-play: every seat makes samples) or to the learner in one seat and a frozen
+snapshot of it, drawn by PFSP, in the others; ``--no-league``: only self-play;
+``--average-share``: that share of the games against the judged average strategy
+(fictitious play's opponent).
 
-One network (MLPs over the information state, which names the player) plays every
-seat.  The default update (``--method mmd``) is magnetic mirror descent in logit
-space fitted by regression: per state ``logits <- (logits + eta * A + eta * alpha *
-magnet) / (1 + eta * alpha)``, each sample estimating the advantages ``A`` without
-bias by importance weighting (``--max-weight`` caps the weight, trading a little
-bias for much less variance where the learner's moves are rare); the magnet is the
-judged strategy below.
-``--method ppo`` is CleanRL's clipped PPO with an entropy bonus, for comparison.
+One network plays every seat.  The default update (``--method mmd``) is magnetic
+mirror descent in logit space fitted by regression: per state ``logits <- (logits +
+eta * A + eta * alpha * magnet) / (1 + eta * alpha)``, each sample estimating the
+advantages ``A`` without bias by importance weighting (``--max-weight`` caps the
+weight: a little bias for much less variance on rare moves); the magnet is the
+judged strategy.  ``--method ppo`` is CleanRL's clipped PPO, for comparison.
 
-The judged strategy is an average of the learner's: an exponential moving average
-of the actor's weights (``--average ema``, ``--ema-decay``), or a network fitted to
-the learner's probabilities on its last ``--average-window`` samples (``--average
-network``, NFSP's average-policy network).  Every ``--eval-every`` agent-steps (moves
-of every seat) its strategy, the softmax of its logits over the legal actions, is
-handed to OpenSpiel, which computes its NashConv exactly
-(``fastvec.openspiel.nash_conv``): the sum over players of what a best response to the
-others gains, 0 at a Nash equilibrium; the learner's own is printed beside it.
-``--export PATH`` writes it as TorchScript: ``forward(info_state float32 [B, D],
-legal_mask bool [B, A]) -> logits [B, A]`` (illegal actions at -1e9); ``--plot
-PATH`` draws NashConv over agent-steps; ``--history PATH`` writes the curve as JSON.
+The judged strategy averages the learner's: a moving average of the actor's weights
+(``--average ema``), or a network fitted to the learner's probabilities on its last
+``--average-window`` samples (``--average network``, NFSP's average-policy network).
+Every ``--eval-every`` agent-steps (moves of every seat) OpenSpiel computes its
+NashConv exactly (``fastvec.openspiel.nash_conv``; 0 at a Nash equilibrium) and the
+learner's own.  ``--export PATH`` writes it as TorchScript: ``forward(info_state
+float32 [B, D], legal_mask bool [B, A]) -> logits [B, A]`` (illegal actions at -1e9;
+the softmax over the legal actions is the strategy); ``--plot PATH`` draws NashConv
+over agent-steps; ``--history PATH`` writes the curves as JSON.
 """
 
 from __future__ import annotations
@@ -317,10 +312,8 @@ def plot(curves: dict[str, list[tuple[int, float]]], path: str, title: str) -> N
     for label, points in curves.items():
         steps, values = zip(*points, strict=True)
         ax.plot(steps, values, label=label)
-    ax.set_yscale("log")
-    ax.set_xlabel("agent-steps")
-    ax.set_ylabel("NashConv (exact, OpenSpiel)")
-    ax.set_title(title)
+    ax.set(yscale="log", xlabel="agent-steps", ylabel="NashConv (exact, OpenSpiel)",
+           title=title)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.tight_layout()
