@@ -30,7 +30,8 @@ BUDGETS = {"kuhn_poker": 2_000_000, "leduc_poker": 10_000_000,
 TARGETS = {"kuhn_poker": 0.02, "leduc_poker": 0.2, "kuhn_poker(players=3)": 0.1}
 FLAGS = {"leduc_poker": ["--average", "network", "--max-weight", "20",  # the README's command
                          "--average-window", "4000000", "--mmd-eta", "0.125",
-                         "--magnet-coef", "0.8", "--eval-every", "500000"],
+                         "--magnet-coef", "0.8", "--eta-floor", "0.25",
+                         "--eval-every", "500000"],
          "kuhn_poker(players=3)": ["--mmd-eta", "1.0"]}
 MODES = {"league": [], "naive": ["--no-league"]}
 
