@@ -1,11 +1,12 @@
 """Self-play on OpenSpiel's poker games, driven by a fastvec league: exact exploitability.
 
-    python examples/selfplay_poker.py --game kuhn_poker --export strategy.pt
-    python examples/selfplay_poker.py --game "kuhn_poker(players=3)" --total-steps 2500000
+    python examples/selfplay_poker.py --game kuhn_poker --average network \
+        --average-window 1000000 --export strategy.pt   # --no-league: naive; --help: all
+    python examples/selfplay_poker.py --game "kuhn_poker(players=3)" --total-steps 2500000 \
+        --mmd-eta 1.0
     python examples/selfplay_poker.py --game leduc_poker --total-steps 10000000 \
         --average network --max-weight 20 --average-window 4000000 --mmd-eta 0.125 \
         --magnet-coef 0.8 --eta-floor 0.25 --plot nash_conv.png
-    python examples/selfplay_poker.py --game kuhn_poker --no-league   # naive; --help: all
 
 ``--num-games`` games run as one fastvec vector env of rows
 (``fastvec.openspiel.OpenSpielGame``: each row observes its player's

@@ -135,3 +135,36 @@ def test_the_step_size_decays_to_its_floor() -> None:
         pytest.approx([0.2, 0.1, 0.05, 0.05, 0.05])
     assert poker.step_size(poker.Args(mmd_eta=0.2), 1.0) == 0.0
     assert poker.step_size(poker.Args(mmd_eta=0.2, anneal_eta=False), 0.9) == 0.2
+
+
+def _documented_commands() -> list[list[str]]:
+    """The flags of every ``python examples/selfplay_poker.py ...`` command in the README,
+    in examples/README.md and in the trainer's docstring: continued lines joined, the
+    prose's ``--seed S`` read as seed 1 and a choice ``sync|plain`` as its first."""
+    import shlex
+
+    command = re.compile(r"python examples/selfplay_poker\.py ([^`#]*?)\s*"
+                         r"(?=`|#|\n\s*(?:python|pip|```|\"\"\")|$)", re.S)
+    commands = []
+    for page in (ROOT / "README.md", ROOT / "examples" / "README.md", EXAMPLE):
+        text = page.read_text().replace("\\\n", " ").replace("--seed S", "--seed 1")
+        commands += [[flag.split("|")[0] for flag in shlex.split(flags)]
+                     for flags in command.findall(text)]
+    return commands
+
+
+def test_the_documented_commands_and_the_benchmarks_flags_parse() -> None:
+    """The flags the docs and ``benchmarks/poker_league.py`` give are the trainer's."""
+    poker = _poker_module()
+    flag_sets = _documented_commands()
+    assert len(flag_sets) >= 10, flag_sets
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        from poker_league import FLAGS, MODES
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    flag_sets += [["--game", game, *flags, *mode] for game, flags in FLAGS.items()
+                  for mode in MODES.values()]
+    for flags in flag_sets:
+        args = poker.Args.parse(flags)
+        assert args.game in {"kuhn_poker", "leduc_poker", "kuhn_poker(players=3)"}, flags
