@@ -28,8 +28,8 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "selfplay_poker.
 BUDGETS = {"kuhn_poker": 2_000_000, "leduc_poker": 10_000_000,
            "kuhn_poker(players=3)": 5_000_000}
 TARGETS = {"kuhn_poker": 0.02, "leduc_poker": 0.2, "kuhn_poker(players=3)": 0.1}
-FLAGS = {"kuhn_poker": ["--average", "network", "--average-window", "1000000"],
-         "leduc_poker": ["--average", "network", "--max-weight", "20",  # the README's command
+FLAGS = {"kuhn_poker": ["--average", "network", "--average-window", "1000000"],  # the README's
+         "leduc_poker": ["--average", "network", "--max-weight", "20",  # commands
                          "--average-window", "4000000", "--mmd-eta", "0.125",
                          "--magnet-coef", "0.8", "--eta-floor", "0.25",
                          "--eval-every", "500000"],
