@@ -78,6 +78,7 @@ class Args(Settings):
     average: str = "ema"  # the judged strategy: "ema" (of the weights) or "network"
     average_window: int = 1_000_000  # network: keep the learner's last this many samples
     average_recent: float = 0.0  # network: >0 fits only the newest this share of them all
+    average_weighting: str = "uniform"  # network: "uniform" or "linear" (CFR+'s: by recency)
     average_batches: int = 4  # network: minibatches of the fit per update
     max_weight: float = 0.0  # mmd: >0 caps the importance weight 1/pi(a) of a sample
     method: str = "mmd"  # "ppo" (clipped, entropy bonus) or "mmd" (mirror descent by regression)
@@ -151,11 +152,18 @@ class AverageNetwork:
     network): a ring of its last ``window`` samples, each an information state, its legal
     mask and the learner's probabilities there when it played, and an actor fitted to
     them by cross-entropy.  A state's fit is the mean of the learner's strategies over
-    the window, each weighted by how often the learner reached the state then."""
+    the window, each weighted by how often the learner reached the state then;
+    ``weighting="linear"`` weighs each sample by its place in the window as well (the
+    oldest 0, the newest most: CFR+'s linear averaging over a window that holds the whole
+    run)."""
 
     def __init__(self, net: Agent, window: int, size: int, num_actions: int,
-                 learning_rate: float, seed: int, recent: float = 0.0) -> None:
+                 learning_rate: float, seed: int, recent: float = 0.0,
+                 weighting: str = "uniform") -> None:
+        if weighting not in ("uniform", "linear"):
+            raise ValueError(f"weighting must be 'uniform' or 'linear', not {weighting!r}")
         self.net, self.window, self.recent, self.count = net, window, recent, 0
+        self.weighting = weighting
         self.states = torch.zeros(window, size)
         self.masks = torch.zeros(window, num_actions, dtype=torch.bool)
         self.probs = torch.zeros(window, num_actions)
@@ -174,12 +182,17 @@ class AverageNetwork:
 
     def fit(self, batches: int, batch_size: int) -> None:
         """``batches`` steps of cross-entropy on samples drawn from the ring (from its
-        newest ``recent`` share of all the samples so far, if ``recent``)."""
+        newest ``recent`` share of all the samples so far, if ``recent``): uniformly, or
+        (``linear``) with a probability that grows linearly from the oldest to the newest."""
         held = min(self.count, self.window)
         if self.recent > 0:
             held = min(held, max(batch_size, int(self.recent * self.count)))
         for _ in range(batches):
-            back = torch.randint(held, (batch_size,), generator=self.generator)
+            if self.weighting == "linear":  # density of the age 1 - back/held: 2 * age
+                draws = torch.rand(batch_size, generator=self.generator)
+                back = (held * (1.0 - draws.sqrt())).long().clamp_(0, held - 1)
+            else:
+                back = torch.randint(held, (batch_size,), generator=self.generator)
             at = (self.count - 1 - back) % self.window
             logits = self.net.actor(self.states[at]).masked_fill(~self.masks[at], -1e9)
             loss = -(self.probs[at] * torch.log_softmax(logits, 1)).sum(1).mean()
@@ -343,7 +356,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         snapshot_every=args.snapshot_every if args.league and args.snapshot_share else None,
         max_snapshots=args.max_snapshots, seed=args.seed)
     averager = AverageNetwork(judged, args.average_window, size, num_actions,
-                              args.learning_rate, args.seed, args.average_recent) \
+                              args.learning_rate, args.seed, args.average_recent,
+                              args.average_weighting) \
         if args.average == "network" else None
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     curve: list[tuple[int, float]] = []  # the judged strategy's NashConv

@@ -126,6 +126,33 @@ def test_the_average_network_can_fit_only_the_newest_share_of_the_samples() -> N
     assert torch.allclose(fitted, newest, atol=0.03), fitted
 
 
+def test_the_average_network_can_weigh_the_samples_by_recency() -> None:
+    """``weighting="linear"``: eight samples of one strategy, then eight of another; the
+    newer half of the window holds 3/4 of the weight (CFR+'s linear averaging), so the
+    fit is 1/4 of the first strategy and 3/4 of the second."""
+    poker = _poker_module()
+    torch.manual_seed(0)
+    size, actions = 4, 3
+    average = poker.AverageNetwork(poker.Agent(size, actions, 16), window=16, size=size,
+                                   num_actions=actions, learning_rate=1e-2, seed=0,
+                                   weighting="linear")
+    strategies = ([2.0, 0.0, -2.0], [-1.0, 1.0, 0.0])
+    for logits in strategies:
+        agent = poker.Agent(size, actions, 16)
+        agent.actor[-1].bias.data = torch.tensor(logits)
+        roll = poker.Rollout.zeros(8, 1, (size,), actions, torch.float32)
+        roll.obs[:], roll.masks[:], roll.sample[:] = 1.0, True, True
+        average.add(agent, roll)
+    average.fit(batches=400, batch_size=64)
+    with torch.no_grad():
+        fitted = torch.softmax(average.net.actor(torch.ones(1, size)), 1)[0]
+    older, newer = (torch.softmax(torch.tensor(logits), 0) for logits in strategies)
+    assert torch.allclose(fitted, 0.25 * older + 0.75 * newer, atol=0.03), fitted
+    with pytest.raises(ValueError, match="'uniform' or 'linear'"):
+        poker.AverageNetwork(poker.Agent(size, actions, 16), window=4, size=size,
+                             num_actions=actions, learning_rate=1e-2, seed=0, weighting="cfr")
+
+
 def test_the_step_size_decays_to_its_floor() -> None:
     """``--mmd-eta 0.2 --eta-floor 0.25``: 0.2 at the start, half of it half-way, then
     no lower than 0.05; without a floor it reaches 0, without annealing it stays."""
