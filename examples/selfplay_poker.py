@@ -26,7 +26,9 @@ judged strategy.  ``--method ppo`` is CleanRL's clipped PPO, for comparison.
 
 The judged strategy averages the learner's: a moving average of the actor's weights
 (``--average ema``), or a network fitted to the learner's probabilities on its last
-``--average-window`` samples (``--average network``, NFSP's average-policy network).
+``--average-window`` samples (``--average network``, NFSP's average-policy network),
+alike or, with ``--average-weighting linear``, each by its recency (CFR+'s linear
+averaging: with a window as long as the run, the whole run weighted towards its end).
 Every ``--eval-every`` agent-steps (moves of every seat) OpenSpiel computes its
 NashConv exactly (``fastvec.openspiel.nash_conv``; 0 at a Nash equilibrium) and the
 learner's own.  ``--export PATH`` writes it as TorchScript: ``forward(info_state
