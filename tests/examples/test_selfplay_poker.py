@@ -105,23 +105,31 @@ def test_the_average_network_fits_the_reach_weighted_mean_of_the_strategies() ->
     assert torch.allclose(fitted, 0.75 * first + 0.25 * second, atol=0.03), fitted
 
 
-def test_the_average_network_can_fit_only_the_newest_share_of_the_samples() -> None:
-    """``recent=0.5``: after six samples of one strategy and then six of another, the
-    fit draws from the newest six only, so it learns the second strategy."""
+def _fitted_after(strategies: list[list[float]], samples: int, window: int, batches: int,
+                  batch_size: int, **options) -> torch.Tensor:
+    """The average network's probabilities at its one state after ``samples`` samples of
+    each strategy (logits, the same in every state), in turn, and ``batches`` of fit."""
     poker = _poker_module()
     torch.manual_seed(0)
     size, actions = 4, 3
-    average = poker.AverageNetwork(poker.Agent(size, actions, 16), window=16, size=size,
-                                   num_actions=actions, learning_rate=1e-2, seed=0, recent=0.5)
-    for logits in ([3.0, 0.0, 0.0], [0.0, 0.0, 3.0]):
+    average = poker.AverageNetwork(poker.Agent(size, actions, 16), window=window, size=size,
+                                   num_actions=actions, learning_rate=1e-2, seed=0, **options)
+    for logits in strategies:
         agent = poker.Agent(size, actions, 16)
         agent.actor[-1].bias.data = torch.tensor(logits)
-        roll = poker.Rollout.zeros(6, 1, (size,), actions, torch.float32)
+        roll = poker.Rollout.zeros(samples, 1, (size,), actions, torch.float32)
         roll.obs[:], roll.masks[:], roll.sample[:] = 1.0, True, True
         average.add(agent, roll)
-    average.fit(batches=300, batch_size=4)
+    average.fit(batches=batches, batch_size=batch_size)
     with torch.no_grad():
-        fitted = torch.softmax(average.net.actor(torch.ones(1, size)), 1)[0]
+        return torch.softmax(average.net.actor(torch.ones(1, size)), 1)[0]
+
+
+def test_the_average_network_can_fit_only_the_newest_share_of_the_samples() -> None:
+    """``recent=0.5``: after six samples of one strategy and then six of another, the
+    fit draws from the newest six only, so it learns the second strategy."""
+    fitted = _fitted_after([[3.0, 0.0, 0.0], [0.0, 0.0, 3.0]], samples=6, window=16,
+                           batches=300, batch_size=4, recent=0.5)
     newest = torch.softmax(torch.tensor([0.0, 0.0, 3.0]), 0)
     assert torch.allclose(fitted, newest, atol=0.03), fitted
 
@@ -130,27 +138,14 @@ def test_the_average_network_can_weigh_the_samples_by_recency() -> None:
     """``weighting="linear"``: eight samples of one strategy, then eight of another; the
     newer half of the window holds 3/4 of the weight (CFR+'s linear averaging), so the
     fit is 1/4 of the first strategy and 3/4 of the second."""
-    poker = _poker_module()
-    torch.manual_seed(0)
-    size, actions = 4, 3
-    average = poker.AverageNetwork(poker.Agent(size, actions, 16), window=16, size=size,
-                                   num_actions=actions, learning_rate=1e-2, seed=0,
-                                   weighting="linear")
-    strategies = ([2.0, 0.0, -2.0], [-1.0, 1.0, 0.0])
-    for logits in strategies:
-        agent = poker.Agent(size, actions, 16)
-        agent.actor[-1].bias.data = torch.tensor(logits)
-        roll = poker.Rollout.zeros(8, 1, (size,), actions, torch.float32)
-        roll.obs[:], roll.masks[:], roll.sample[:] = 1.0, True, True
-        average.add(agent, roll)
-    average.fit(batches=400, batch_size=64)
-    with torch.no_grad():
-        fitted = torch.softmax(average.net.actor(torch.ones(1, size)), 1)[0]
+    strategies = [[2.0, 0.0, -2.0], [-1.0, 1.0, 0.0]]
+    fitted = _fitted_after(strategies, samples=8, window=16, batches=400, batch_size=64,
+                           weighting="linear")
     older, newer = (torch.softmax(torch.tensor(logits), 0) for logits in strategies)
     assert torch.allclose(fitted, 0.25 * older + 0.75 * newer, atol=0.03), fitted
     with pytest.raises(ValueError, match="'uniform' or 'linear'"):
-        poker.AverageNetwork(poker.Agent(size, actions, 16), window=4, size=size,
-                             num_actions=actions, learning_rate=1e-2, seed=0, weighting="cfr")
+        _fitted_after(strategies, samples=1, window=4, batches=1, batch_size=1,
+                      weighting="cfr")
 
 
 def test_the_step_size_decays_to_its_floor() -> None:
