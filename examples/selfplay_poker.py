@@ -28,7 +28,9 @@ The judged strategy averages the learner's: a moving average of the actor's weig
 (``--average ema``), or a network fitted to the learner's probabilities on its last
 ``--average-window`` samples (``--average network``, NFSP's average-policy network),
 alike or, with ``--average-weighting linear``, each by its recency (CFR+'s linear
-averaging: with a window as long as the run, the whole run weighted towards its end).
+averaging: with a window as long as the run, the whole run weighted towards its end);
+``--exact-average`` also judges the average it is fitted to, computed exactly from
+the ring (``average_network.py``).
 Every ``--eval-every`` agent-steps (moves of every seat) OpenSpiel computes its
 NashConv exactly (``fastvec.openspiel.nash_conv``; 0 at a Nash equilibrium) and the
 learner's own.  ``--export PATH`` writes it as TorchScript: ``forward(info_state
@@ -46,7 +48,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from selfplay_common import Settings, make_rows, report_throughput, run  # beside this file
+from average_network import AverageNetwork  # beside this file
+from selfplay_common import Settings, make_rows, report_throughput, run
 from selfplay_ppo import Rollout, row_advantages, sample_moves
 from torch import nn
 
@@ -94,6 +97,7 @@ class Args(Settings):
     snapshot_every: int = 50_000  # learner steps between snapshots
     max_snapshots: int = 20
     eval_every: int = 100_000  # agent-steps between NashConv checks
+    exact_average: bool = False  # network: also judge the exact average of the ring (a table)
     export: str = ""  # write the final strategy as TorchScript here
     plot: str = ""  # plot NashConv over agent-steps here
     history: str = ""  # write the NashConv curve (and the settings) as JSON here
@@ -147,60 +151,6 @@ def average(judged: Agent, agent: Agent, decay: float) -> None:
     with torch.no_grad():
         for mean, now in zip(judged.parameters(), agent.parameters(), strict=True):
             mean.mul_(decay).add_(now, alpha=1.0 - decay)
-
-
-class AverageNetwork:
-    """The learner's average strategy learned from its own samples (NFSP's average-policy
-    network): a ring of its last ``window`` samples, each an information state, its legal
-    mask and the learner's probabilities there when it played, and an actor fitted to
-    them by cross-entropy.  A state's fit is the mean of the learner's strategies over
-    the window, each weighted by how often the learner reached the state then;
-    ``weighting="linear"`` weighs each sample by its place in the window as well (the
-    oldest 0, the newest most: CFR+'s linear averaging over a window that holds the whole
-    run)."""
-
-    def __init__(self, net: Agent, window: int, size: int, num_actions: int,
-                 learning_rate: float, seed: int, recent: float = 0.0,
-                 weighting: str = "uniform") -> None:
-        if weighting not in ("uniform", "linear"):
-            raise ValueError(f"weighting must be 'uniform' or 'linear', not {weighting!r}")
-        self.net, self.window, self.recent, self.count = net, window, recent, 0
-        self.weighting = weighting
-        self.states = torch.zeros(window, size)
-        self.masks = torch.zeros(window, num_actions, dtype=torch.bool)
-        self.probs = torch.zeros(window, num_actions)
-        self.optimizer = torch.optim.Adam(net.actor.parameters(), lr=learning_rate, eps=1e-5)
-        self.generator = torch.Generator().manual_seed(seed)
-
-    def add(self, agent: Agent, roll: Rollout) -> None:
-        """Keep the learner's samples of ``roll`` with ``agent``'s probabilities (call it
-        before the update, while ``agent`` is the strategy that played them)."""
-        states, masks = roll.obs[roll.sample].float(), roll.masks[roll.sample]
-        with torch.no_grad():
-            probs = torch.softmax(agent.actor(states).masked_fill(~masks, -1e9), 1)
-        at = (self.count + torch.arange(len(states))) % self.window
-        self.states[at], self.masks[at], self.probs[at] = states, masks, probs
-        self.count += len(states)
-
-    def fit(self, batches: int, batch_size: int) -> None:
-        """``batches`` steps of cross-entropy on samples drawn from the ring (from its
-        newest ``recent`` share of all the samples so far, if ``recent``): uniformly, or
-        (``linear``) with a probability that grows linearly from the oldest to the newest."""
-        held = min(self.count, self.window)
-        if self.recent > 0:
-            held = min(held, max(batch_size, int(self.recent * self.count)))
-        for _ in range(batches):
-            if self.weighting == "linear":  # density of the age 1 - back/held: 2 * age
-                draws = torch.rand(batch_size, generator=self.generator)
-                back = (held * (1.0 - draws.sqrt())).long().clamp_(0, held - 1)
-            else:
-                back = torch.randint(held, (batch_size,), generator=self.generator)
-            at = (self.count - 1 - back) % self.window
-            logits = self.net.actor(self.states[at]).masked_fill(~self.masks[at], -1e9)
-            loss = -(self.probs[at] * torch.log_softmax(logits, 1)).sum(1).mean()
-            self.optimizer.zero_grad()
-            loss.backward()
-            self.optimizer.step()
 
 
 class AveragePlayer:
@@ -364,6 +314,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     optimizer = torch.optim.Adam(agent.parameters(), lr=args.learning_rate, eps=1e-5)
     curve: list[tuple[int, float]] = []  # the judged strategy's NashConv
     learner_curve: list[tuple[int, float]] = []  # the learner's last iterate's
+    exact_curve: list[tuple[int, float]] = []  # the ring's exact average's (--exact-average)
     updates = 0
 
     def check(agent_steps: int, seconds: float) -> None:
@@ -371,8 +322,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         learner = nash_conv(game, softmax_policy(logits_of(agent)))
         curve.append((agent_steps, value))
         learner_curve.append((agent_steps, learner))
+        exact = ""
+        if args.exact_average and averager is not None and averager.count:
+            exact_curve.append((agent_steps, nash_conv(game, averager.exact())))
+            exact = f"  exact average {exact_curve[-1][1]:.4f}"
         print(f"step {agent_steps:>10,}  {seconds:7.1f} s  NashConv {value:.4f}  "
-              f"(the learner's own {learner:.4f})  pool {len(league.pool_ids)}", flush=True)
+              f"(the learner's own {learner:.4f}){exact}  pool {len(league.pool_ids)}",
+              flush=True)
 
     def learn(roll: Rollout, progress: float) -> None:
         nonlocal updates
@@ -408,6 +364,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if args.history:
         with open(args.history, "w") as file:
             json.dump({"args": asdict(args), "curve": curve, "learner_curve": learner_curve,
+                       "exact_curve": exact_curve,
                        "seconds": elapsed, "agent_steps": agent_steps, "env_seconds": clock["env"]},
                       file)
     return {"agent_steps": agent_steps, "seconds": elapsed, "nash_conv": final,

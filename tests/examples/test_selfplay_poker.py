@@ -35,7 +35,7 @@ def _run(*flags: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("game, flags", [
     ("kuhn_poker", ["--backend", "local", "--average-share", "0.25"]),
     ("kuhn_poker(players=3)", ["--backend", "sync", "--no-league", "--average", "network",
-                               "--max-weight", "20"]),
+                               "--max-weight", "20", "--exact-average"]),
 ])
 def test_a_short_run_lowers_nash_conv_and_exports_the_strategy(tmp_path: Path, game: str,
                                                                flags: list) -> None:
@@ -46,6 +46,10 @@ def test_a_short_run_lowers_nash_conv_and_exports_the_strategy(tmp_path: Path, g
     assert proc.returncode == 0, proc.stderr[-3000:]
     curve = json.loads(history.read_text())["curve"]
     assert [step for step, _ in curve][:1] == [0] and len(curve) == 3
+    if "--exact-average" in flags:  # the ring's exact average, judged at each later check
+        exact = json.loads(history.read_text())["exact_curve"]
+        assert [step for step, _ in exact] == [step for step, _ in curve[1:]]
+        assert all(0.0 <= value < UNIFORM[game] for _, value in exact), exact
     assert curve[0][1] == pytest.approx(UNIFORM[game], abs=1e-4)  # the uniform start
     assert curve[-1][1] < 0.8 * curve[0][1], curve
     assert re.search(r"^throughput: [\d,]+ agent-steps/s .* vector env", proc.stdout, re.M)
@@ -105,10 +109,9 @@ def test_the_average_network_fits_the_reach_weighted_mean_of_the_strategies() ->
     assert torch.allclose(fitted, 0.75 * first + 0.25 * second, atol=0.03), fitted
 
 
-def _fitted_after(strategies: list[list[float]], samples: int, window: int, batches: int,
-                  batch_size: int, **options) -> torch.Tensor:
-    """The average network's probabilities at its one state after ``samples`` samples of
-    each strategy (logits, the same in every state), in turn, and ``batches`` of fit."""
+def _fed(strategies: list[list[float]], samples: int, window: int, **options):
+    """An average network on one state (4 floats of 1, 3 actions) that has kept ``samples``
+    samples of each strategy (logits, the same in every state), in turn."""
     poker = _poker_module()
     torch.manual_seed(0)
     size, actions = 4, 3
@@ -120,9 +123,34 @@ def _fitted_after(strategies: list[list[float]], samples: int, window: int, batc
         roll = poker.Rollout.zeros(samples, 1, (size,), actions, torch.float32)
         roll.obs[:], roll.masks[:], roll.sample[:] = 1.0, True, True
         average.add(agent, roll)
+    return average
+
+
+def _fitted_after(strategies: list[list[float]], samples: int, window: int, batches: int,
+                  batch_size: int, **options) -> torch.Tensor:
+    """The fitted probabilities at that state after ``batches`` of fit."""
+    average = _fed(strategies, samples, window, **options)
     average.fit(batches=batches, batch_size=batch_size)
     with torch.no_grad():
-        return torch.softmax(average.net.actor(torch.ones(1, size)), 1)[0]
+        return torch.softmax(average.net.actor(torch.ones(1, 4)), 1)[0]
+
+
+@pytest.mark.parametrize("weighting, newer", [("uniform", 0.5), ("linear", 0.75)])
+def test_the_exact_average_weighs_the_kept_samples_as_the_fit_draws_them(
+        weighting: str, newer: float) -> None:
+    """Eight samples of one strategy, then eight of another, in a ring of 16: the exact
+    average is their mean, uniformly or with the chances fit() draws them with, 1, 3, ...,
+    31 in 256 from the oldest (the newer eight hold 3/4); a state never kept gets the
+    uniform legal strategy."""
+    strategies = [[2.0, 0.0, -2.0], [-1.0, 1.0, 0.0]]
+    probabilities = _fed(strategies, samples=8, window=16, weighting=weighting).exact()
+    older, newest = (torch.softmax(torch.tensor(logits), 0).double().numpy()
+                     for logits in strategies)
+    states = np.array([[1.0] * 4, [0.0, 1.0, 0.0, 1.0]], dtype=np.float32)
+    legal = np.array([[True, True, True], [True, False, True]])
+    got = probabilities(states, legal)
+    assert np.allclose(got[0], (1 - newer) * older + newer * newest, atol=1e-6), got
+    assert np.allclose(got[1], [0.5, 0.0, 0.5]), got
 
 
 def test_the_average_network_can_fit_only_the_newest_share_of_the_samples() -> None:
