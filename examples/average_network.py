@@ -18,7 +18,7 @@ class AverageNetwork:
     them by cross-entropy.  A state's fit is the mean of the learner's strategies over
     the window, each weighted by how often the learner reached the state then;
     ``weighting="linear"`` weighs each sample by its place in the window as well (the
-    oldest 0, the newest most: CFR+'s linear averaging over a window that holds the whole
+    oldest least, the newest most: CFR+'s linear averaging over a window that holds the whole
     run)."""
 
     def __init__(self, net: nn.Module, window: int, size: int, num_actions: int,
