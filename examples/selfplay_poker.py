@@ -290,6 +290,9 @@ def plot(curves: dict[str, list[tuple[int, float]]], path: str, title: str) -> N
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     """Train, measure NashConv along the way and at the end, export; the final figures."""
     args = Args.parse(argv, __doc__)
+    if args.exact_average and args.average != "network":
+        raise ValueError("--exact-average judges the samples the average network keeps: "
+                         f"it needs --average network, not --average {args.average}")
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     game = load_game(args.game)

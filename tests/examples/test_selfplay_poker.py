@@ -176,6 +176,11 @@ def test_the_average_network_can_weigh_the_samples_by_recency() -> None:
                       weighting="cfr")
 
 
+def test_the_exact_average_needs_the_average_network() -> None:
+    with pytest.raises(ValueError, match="needs --average network, not --average ema"):
+        _poker_module().main(["--exact-average", "--average", "ema"])
+
+
 def test_the_step_size_decays_to_its_floor() -> None:
     """``--mmd-eta 0.2 --eta-floor 0.25``: 0.2 at the start, half of it half-way, then
     no lower than 0.05; without a floor it reaches 0, without annealing it stays."""
