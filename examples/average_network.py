@@ -63,10 +63,11 @@ class AverageNetwork:
         states = np.ascontiguousarray(self.states[at].numpy())
         row = np.dtype((np.void, states.dtype.itemsize * states.shape[1]))
         keys, inverse = np.unique(states.view(row).ravel(), return_inverse=True)
+        inverse = inverse.ravel()  # numpy 2 keeps the input's shape
         probs = self.probs[at].double() * weights[:, None]
-        table = np.stack([np.bincount(inverse.ravel(), probs[:, a].numpy(), len(keys))
+        table = np.stack([np.bincount(inverse, probs[:, a].numpy(), len(keys))
                           for a in range(probs.shape[1])], 1)
-        table /= np.bincount(inverse.ravel(), weights.numpy(), len(keys))[:, None]
+        table /= np.bincount(inverse, weights.numpy(), len(keys))[:, None]
 
         def probabilities(info_state: np.ndarray, legal_mask: np.ndarray) -> np.ndarray:
             query = np.ascontiguousarray(info_state, dtype=states.dtype).view(row).ravel()

@@ -109,12 +109,15 @@ def test_the_average_network_fits_the_reach_weighted_mean_of_the_strategies() ->
     assert torch.allclose(fitted, 0.75 * first + 0.25 * second, atol=0.03), fitted
 
 
+_STATE_SIZE = 4  # the one state of _fed's rings: four floats of 1
+
+
 def _fed(strategies: list[list[float]], samples: int, window: int, **options):
     """An average network on one state (4 floats of 1, 3 actions) that has kept ``samples``
     samples of each strategy (logits, the same in every state), in turn."""
     poker = _poker_module()
     torch.manual_seed(0)
-    size, actions = 4, 3
+    size, actions = _STATE_SIZE, 3
     average = poker.AverageNetwork(poker.Agent(size, actions, 16), window=window, size=size,
                                    num_actions=actions, learning_rate=1e-2, seed=0, **options)
     for logits in strategies:
@@ -132,7 +135,7 @@ def _fitted_after(strategies: list[list[float]], samples: int, window: int, batc
     average = _fed(strategies, samples, window, **options)
     average.fit(batches=batches, batch_size=batch_size)
     with torch.no_grad():
-        return torch.softmax(average.net.actor(torch.ones(1, 4)), 1)[0]
+        return torch.softmax(average.net.actor(torch.ones(1, _STATE_SIZE)), 1)[0]
 
 
 @pytest.mark.parametrize("weighting, newer", [("uniform", 0.5), ("linear", 0.75)])
