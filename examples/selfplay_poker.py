@@ -22,7 +22,9 @@ mirror descent in logit space fitted by regression: per state ``logits <- (logit
 eta * A + eta * alpha * magnet) / (1 + eta * alpha)``, each sample estimating the
 advantages ``A`` without bias by importance weighting (``--max-weight`` caps the
 weight: a little bias for much less variance on rare moves); the magnet is the
-judged strategy.  ``--method ppo`` is CleanRL's clipped PPO, for comparison.
+judged strategy; ``--baseline`` subtracts the critic's action values from the
+estimate and adds them back to every action (a control variate: no bias, less
+variance).  ``--method ppo`` is CleanRL's clipped PPO, for comparison.
 
 The judged strategy averages the learner's: a moving average of the actor's weights
 (``--average ema``), or a network fitted to the learner's probabilities on its last
@@ -86,6 +88,7 @@ class Args(Settings):
     average_weighting: str = "uniform"  # network: "uniform" or "linear" (CFR+'s: by recency)
     average_batches: int = 4  # network: minibatches of the fit per update
     max_weight: float = 0.0  # mmd: >0 caps the importance weight 1/pi(a) of a sample
+    baseline: bool = False  # mmd: the critic's action values as a control variate
     method: str = "mmd"  # "ppo" (clipped, entropy bonus) or "mmd" (mirror descent by regression)
     mmd_eta: float = 0.5  # mmd: the step size in logit space
     anneal_eta: bool = True  # mmd: decay the step size linearly to eta_floor of it
@@ -215,6 +218,27 @@ def step_size(args: Args, progress: float) -> float:
     return args.mmd_eta * (max(left, args.eta_floor) if args.anneal_eta else 1.0)
 
 
+def advantage_estimates(action_values: torch.Tensor, actions: torch.Tensor,
+                        returns: torch.Tensor, probs: torch.Tensor, advantages: torch.Tensor,
+                        baseline: bool) -> torch.Tensor:
+    """Each sample's unbiased estimate of every action's advantage, [B, A], up to a
+    constant per state (which mirror descent's centring removes).
+
+    Without a ``baseline``: ``(G - V(s)) / pi(a)`` on the action ``a`` taken with
+    probability ``pi(a)``, 0 on the others (``advantages`` is ``G - V(s)``).  With one,
+    the critic's ``action_values`` ``Q(s, .)`` are a control variate (VR-MCCFR's
+    baseline): ``Q(s, b)`` for every action ``b``, plus ``(G - Q(s, a)) / pi(a)`` on the
+    one taken; its mean over ``a ~ pi`` is still ``E[G | b]``, and its variance only
+    that of ``G`` around the critic's guess.
+    """
+    if not baseline:
+        return torch.zeros_like(action_values).scatter_(
+            1, actions.unsqueeze(1), (advantages / probs).unsqueeze(1))
+    taken = action_values.gather(1, actions.unsqueeze(1)).squeeze(1)
+    return action_values.clone().scatter_add_(
+        1, actions.unsqueeze(1), ((returns - taken) / probs).unsqueeze(1))
+
+
 def update_mmd(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, roll: Rollout,
                args: Args, progress: float) -> None:
     """One step of magnetic mirror descent in logit space, fitted by regression.
@@ -223,9 +247,10 @@ def update_mmd(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, ro
     magnet_logits) / (1 + eta * alpha)`` over the legal actions (centred: a constant
     per state does not change the strategy), with ``A`` the advantage of every action.
     Each sample estimates ``A`` without bias: ``(G - V(s)) / pi(a)`` on the action
-    ``a`` it took with probability ``pi(a)``, 0 on the others (``G`` its return).  The
-    actor regresses onto the samples' targets, so its fit averages them per state; the
-    critic regresses onto the returns of the actions taken.
+    ``a`` it took with probability ``pi(a)``, 0 on the others (``G`` its return), or with
+    ``--baseline`` the critic's action values as a control variate
+    (:func:`advantage_estimates`).  The actor regresses onto the samples' targets, so its
+    fit averages them per state; the critic regresses onto the returns of the actions taken.
     """
     left = max(0.0, 1.0 - progress)
     optimizer.param_groups[0]["lr"] = args.learning_rate * left if args.anneal_lr \
@@ -248,8 +273,8 @@ def update_mmd(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, ro
 
     with torch.no_grad():
         old = agent.actor(b_obs)
-        estimate = torch.zeros_like(old).scatter_(
-            1, b_actions.unsqueeze(1), (advantages[trainable] / b_probs).unsqueeze(1))
+        estimate = advantage_estimates(agent.critic(b_obs), b_actions, b_returns, b_probs,
+                                       advantages[trainable], args.baseline)
         towards = magnet.actor(b_obs) if args.magnet != "uniform" else torch.zeros_like(old)
         target = centred((old + eta * estimate + eta * alpha * towards) / (1 + eta * alpha),
                          legal)

@@ -195,6 +195,26 @@ def test_the_step_size_decays_to_its_floor() -> None:
     assert poker.step_size(poker.Args(mmd_eta=0.2, anneal_eta=False), 0.9) == 0.2
 
 
+@pytest.mark.parametrize("baseline", [False, True])
+def test_the_advantage_estimates_are_unbiased(baseline: bool) -> None:
+    """Over the actions a strategy draws, each estimate's mean is every action's expected
+    return, up to one constant for the state; the baseline's estimates with an exact
+    critic do not vary at all."""
+    poker = _poker_module()
+    probs = torch.tensor([0.5, 0.3, 0.2])
+    expected = torch.tensor([1.0, -2.0, 4.0])  # E[G | a]
+    guess = torch.tensor([0.5, 0.0, 3.0])  # the critic's Q(s, a), wrong on purpose
+    value = (probs * guess).sum()
+    actions = torch.arange(3)
+    estimates = poker.advantage_estimates(
+        guess.expand(3, 3), actions, expected, probs, expected - value, baseline)
+    mean = (probs.unsqueeze(1) * estimates).sum(0)
+    assert mean - mean[0] == pytest.approx((expected - expected[0]).tolist())
+    exact = poker.advantage_estimates(expected.expand(3, 3), actions, expected, probs,
+                                      expected - value, baseline)
+    assert bool((exact == exact[0]).all()) is baseline
+
+
 def _documented_commands() -> list[list[str]]:
     """The flags of every ``python examples/selfplay_poker.py ...`` command in the README,
     in examples/README.md and in the trainer's docstring: continued lines joined, the
