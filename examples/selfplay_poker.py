@@ -225,7 +225,8 @@ def advantage_estimates(action_values: torch.Tensor, actions: torch.Tensor,
     constant per state (which mirror descent's centring removes).
 
     Without a ``baseline``: ``(G - V(s)) / pi(a)`` on the action ``a`` taken with
-    probability ``pi(a)``, 0 on the others (``advantages`` is ``G - V(s)``).  With one,
+    probability ``pi(a)``, 0 on the others (``advantages`` is ``G - V(s)``; only the
+    shape of ``action_values`` counts).  With one,
     the critic's ``action_values`` ``Q(s, .)`` are a control variate (VR-MCCFR's
     baseline): ``Q(s, b)`` for every action ``b``, plus ``(G - Q(s, a)) / pi(a)`` on the
     one taken; its mean over ``a ~ pi`` is still ``E[G | b]``, and its variance only
@@ -273,8 +274,9 @@ def update_mmd(agent: Agent, magnet: Agent, optimizer: torch.optim.Optimizer, ro
 
     with torch.no_grad():
         old = agent.actor(b_obs)
-        estimate = advantage_estimates(agent.critic(b_obs), b_actions, b_returns, b_probs,
-                                       advantages[trainable], args.baseline)
+        estimate = advantage_estimates(
+            agent.critic(b_obs) if args.baseline else torch.zeros_like(old), b_actions,
+            b_returns, b_probs, advantages[trainable], args.baseline)
         towards = magnet.actor(b_obs) if args.magnet != "uniform" else torch.zeros_like(old)
         target = centred((old + eta * estimate + eta * alpha * towards) / (1 + eta * alpha),
                          legal)
