@@ -226,11 +226,10 @@ def advantage_estimates(action_values: torch.Tensor, actions: torch.Tensor,
 
     Without a ``baseline``: ``(G - V(s)) / pi(a)`` on the action ``a`` taken with
     probability ``pi(a)``, 0 on the others (``advantages`` is ``G - V(s)``; only the
-    shape of ``action_values`` counts).  With one,
-    the critic's ``action_values`` ``Q(s, .)`` are a control variate (VR-MCCFR's
-    baseline): ``Q(s, b)`` for every action ``b``, plus ``(G - Q(s, a)) / pi(a)`` on the
-    one taken; its mean over ``a ~ pi`` is still ``E[G | b]``, and its variance only
-    that of ``G`` around the critic's guess.
+    shape of ``action_values`` counts).  With one, the critic's ``action_values`` ``Q(s,
+    .)`` are a control variate (VR-MCCFR's baseline): ``Q(s, b)`` for every action
+    ``b``, plus ``(G - Q(s, a)) / pi(a)`` on the one taken; its mean over ``a ~ pi`` is
+    still ``E[G | b]``, and its variance only that of ``G`` around the critic's guess.
     """
     if not baseline:
         return torch.zeros_like(action_values).scatter_(
